@@ -1,0 +1,37 @@
+"""Divergence Explorer's engine: run a PyTorch snippet eagerly and compiled, compare every element.
+
+Importing this package does not import torch; checks run in a worker process.
+"""
+
+from engine.api import check_file, check_source, default_runner, load_result
+from engine.options import CheckOptions, OptionsError
+from engine.result import CheckResult, ErrorInfo, GeneratedCode, Kernel, LeafResult, OutputCode, SeedOutcome
+from engine.runner import Job, Progress, Runner
+from engine.snippet import SnippetError, SnippetStyle, detect_style
+from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
+
+__all__ = [
+    "CheckOptions",
+    "CheckResult",
+    "ErrorInfo",
+    "ErrorKind",
+    "GeneratedCode",
+    "Job",
+    "Kernel",
+    "LeafKind",
+    "LeafResult",
+    "OptionsError",
+    "OutputCode",
+    "Progress",
+    "Runner",
+    "SeedOutcome",
+    "SnippetError",
+    "SnippetStyle",
+    "Symptom",
+    "Verdict",
+    "check_file",
+    "check_source",
+    "default_runner",
+    "detect_style",
+    "load_result",
+]

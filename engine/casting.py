@@ -1,0 +1,152 @@
+"""Moving a program between devices and dtypes, and snapshotting the state it may mutate.
+
+Runs inside the worker. A "program" is a callable: an nn.Module, a bound method of one, or a plain
+function whose globals or closure hold modules.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+from typing import Any, Callable
+
+import torch
+
+from engine.leaves import map_tensors
+
+_FP64 = {torch.complex64: torch.complex128, torch.complex32: torch.complex128}
+
+
+def reachable_modules(fn: Callable[..., Any]) -> list[tuple[str, torch.nn.Module]]:
+    """The modules whose state a call of fn can change, with a label for each."""
+    if isinstance(fn, torch.nn.Module):
+        return [("self", fn)]
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module):
+        return [("self", owner)]
+    func = getattr(fn, "__func__", fn)
+    found: dict[int, tuple[str, torch.nn.Module]] = {}
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        glob = getattr(func, "__globals__", {})
+        for name in code.co_names:
+            value = glob.get(name)
+            if isinstance(value, torch.nn.Module):
+                found.setdefault(id(value), (name, value))
+        for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(value, torch.nn.Module):
+                found.setdefault(id(value), (name, value))
+    return list(found.values())
+
+
+def module_state(modules: list[tuple[str, torch.nn.Module]]) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer, by `label.name`, as it is now (not a copy)."""
+    state: dict[str, torch.Tensor] = {}
+    for label, module in modules:
+        for name, t in [*module.named_parameters(), *module.named_buffers()]:
+            state[f"{label}.{name}"] = t
+    return state
+
+
+def snapshot(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in state.items()}
+
+
+def restore(state: dict[str, torch.Tensor], saved: dict[str, torch.Tensor]) -> None:
+    """Put saved values back in place, so the compiled callable keeps the same tensor objects."""
+    with torch.no_grad():
+        for key, t in state.items():
+            old = saved.get(key)
+            if old is None:
+                continue
+            if t.shape != old.shape:
+                t.resize_(old.shape)
+            t.copy_(old)
+            t.grad = None
+
+
+def clone_tree(value: Any) -> Any:
+    """Deep-clone every tensor, keeping sizes, strides, storage offsets and aliasing between inputs."""
+    storages: dict[tuple[str, int], torch.Tensor] = {}
+
+    def clone(t: torch.Tensor) -> torch.Tensor:
+        base = t.detach()
+        if base.layout != torch.strided or base.is_sparse or base.numel() == 0:
+            return base.clone().requires_grad_(t.requires_grad and t.is_leaf)
+        key = (str(base.device), base.untyped_storage().data_ptr())
+        flat = storages.get(key)
+        if flat is None or flat.dtype != base.dtype:
+            extent = base.untyped_storage().nbytes() // base.element_size()
+            with torch.no_grad():
+                flat = torch.as_strided(base, (extent,), (1,), 0).clone()
+            storages[key] = flat
+        out = flat.as_strided(base.size(), base.stride(), base.storage_offset())
+        return out.requires_grad_(t.requires_grad) if t.is_leaf and t.requires_grad else out
+
+    return map_tensors(value, clone)
+
+
+def move(value: Any, device: str, dtype: torch.dtype | None) -> Any:
+    """Inputs onto the device, floating ones cast to dtype when given."""
+
+    def convert(t: torch.Tensor) -> torch.Tensor:
+        target = dtype if dtype is not None and t.is_floating_point() else t.dtype
+        if t.device.type == device and t.dtype == target:
+            return t
+        moved = t.detach().to(device=device, dtype=target)
+        return moved.requires_grad_(t.requires_grad) if t.is_leaf and moved.is_floating_point() else moved
+
+    return map_tensors(value, convert)
+
+
+def move_program(fn: Callable[..., Any], device: str, dtype: torch.dtype | None) -> None:
+    """Move the program's modules in place (floating parameters cast to dtype when given)."""
+    for _, module in reachable_modules(fn):
+        module.to(device=device)
+        if dtype is not None:
+            module.to(dtype=dtype)
+
+
+def to_fp64_tensor(t: torch.Tensor) -> torch.Tensor:
+    if t.is_floating_point():
+        return t.detach().to(torch.float64)
+    if t.dtype in _FP64:
+        return t.detach().to(_FP64[t.dtype])
+    return t.detach().clone()
+
+
+def fp64_program(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of the program whose modules compute in float64; the original is untouched."""
+    if isinstance(fn, torch.nn.Module):
+        return copy.deepcopy(fn).double()
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module):
+        return types.MethodType(fn.__func__, copy.deepcopy(owner).double())  # type: ignore[attr-defined]
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    modules = {id(m): copy.deepcopy(m).double() for _, m in reachable_modules(fn)}
+    if not modules:
+        return fn
+    new_globals = dict(fn.__globals__)
+    for name in fn.__code__.co_names:
+        value = new_globals.get(name)
+        if isinstance(value, torch.nn.Module):
+            new_globals[name] = modules[id(value)]
+    closure = None
+    if fn.__closure__:
+        cells = []
+        for cell in fn.__closure__:
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                cells.append(cell)
+                continue
+            cells.append(types.CellType(modules[id(value)]) if isinstance(value, torch.nn.Module) else cell)
+        closure = tuple(cells)
+    copied = types.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, closure)
+    copied.__kwdefaults__ = fn.__kwdefaults__
+    return copied

@@ -1,0 +1,143 @@
+"""The `divergence` command line."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
+from engine.result import ARRAYS_FILE, CheckResult
+
+
+def _config_pair(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, raw = text.split("=", 1)
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return key.strip(), value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="divergence", description="Find where torch.compile changes a program's answer.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="run a snippet eagerly and compiled and compare every element")
+    check.add_argument("file", type=Path, help="a snippet: fn+inputs, KernelBench Model+get_inputs, or a repro calling torch.compile")
+    check.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
+    check.add_argument("--backend", choices=BACKENDS)
+    check.add_argument("--mode", choices=MODES)
+    check.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
+    check.add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None)
+    check.add_argument("--config", type=_config_pair, action="append", default=[], metavar="KEY=VALUE", help="Inductor config override (repeatable)")
+    check.add_argument("--fallback-random", action="store_true", help="shorthand for --config fallback_random=True")
+    check.add_argument("--emulate-precision-casts", action="store_true", help="shorthand for --config emulate_precision_casts=True")
+    check.add_argument("--dtype", choices=CAST_DTYPES, help="cast the model and floating inputs")
+    check.add_argument("--backward", action="store_true", help="also compare gradients of inputs and parameters")
+    check.add_argument("--seeds", type=int, default=1, help="re-run with N input seeds and report the worst")
+    check.add_argument("--seed", type=int, default=0, help="first seed")
+    check.add_argument("--strict", action="store_true", help="bit-exact: any difference is divergent")
+    check.add_argument("--no-fp64", dest="fp64", action="store_false", help="skip the fp64 reference run")
+    check.add_argument("--no-precision-recheck", dest="recheck", action="store_false", help="do not re-check low-precision drift with emulate_precision_casts")
+    check.add_argument("--factor", type=float, default=CheckOptions.benign_factor, help="how much further from fp64 than eager compiled may be and stay benign (default %(default)s)")
+    check.add_argument("--timeout", type=float, default=CheckOptions.timeout_s, help="wall-time limit in seconds (default %(default)s)")
+    check.add_argument("--memory-mb", type=int, default=CheckOptions.memory_limit_mb, help="memory limit (default %(default)s)")
+    check.add_argument("--json", type=Path, metavar="OUT", help="write the result as JSON (arrays beside it as OUT's stem + .npz)")
+    check.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+
+    show = sub.add_parser("show", help="print a stored run again, without running anything")
+    show.add_argument("run_dir", type=Path)
+    return parser
+
+
+def options_from_args(args: argparse.Namespace) -> CheckOptions:
+    config = dict(args.config)
+    if args.fallback_random:
+        config["fallback_random"] = True
+    if args.emulate_precision_casts:
+        config["emulate_precision_casts"] = True
+    return CheckOptions(
+        device=args.device,
+        backend=args.backend,
+        mode=args.mode,
+        dynamic=args.dynamic,
+        fullgraph=args.fullgraph,
+        inductor_config=config,
+        dtype=args.dtype,
+        backward=args.backward,
+        seeds=args.seeds,
+        seed=args.seed,
+        strict=args.strict,
+        fp64_reference=args.fp64,
+        recheck_precision_casts=args.recheck,
+        benign_factor=args.factor,
+        timeout_s=args.timeout,
+        memory_limit_mb=args.memory_mb,
+    )
+
+
+def write_json(result: CheckResult, out: Path) -> None:
+    data = result.to_json()
+    arrays = Path(result.run_dir) / ARRAYS_FILE if result.run_dir else None
+    if arrays is not None and arrays.exists():
+        target = out.with_suffix(".npz")
+        shutil.copyfile(arrays, target)
+        data["arrays_file"] = target.name
+    out.write_text(json.dumps(data, indent=1))
+
+
+def _check(args: argparse.Namespace) -> int:
+    from engine.api import check_file
+    from engine.report import render
+
+    if not args.file.is_file():
+        print(f"divergence: no such file: {args.file}", file=sys.stderr)
+        return 2
+    try:
+        options = options_from_args(args)
+    except OptionsError as exc:
+        print(f"divergence: {exc}", file=sys.stderr)
+        return 2
+    last = [""]
+
+    def progress(p: Any) -> None:
+        if p.stage != last[0] and not args.quiet:
+            last[0] = p.stage
+            print(f"[{p.elapsed_s:6.1f}s] {p.stage}", file=sys.stderr, flush=True)
+
+    result = check_file(args.file, options, on_progress=progress)
+    print(render(result))
+    if args.json:
+        write_json(result, args.json)
+    return result.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "check":
+        try:
+            return _check(args)
+        except KeyboardInterrupt:
+            print("divergence: interrupted", file=sys.stderr)
+            return 130
+    if args.command == "show":
+        from engine.report import render
+
+        try:
+            print(render(CheckResult.load(args.run_dir)))
+        except FileNotFoundError:
+            print(f"divergence: no stored run in {args.run_dir}", file=sys.stderr)
+            return 2
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,377 @@
+"""One check, start to finish, inside a worker process: load, run eager and compiled, compare, judge.
+
+Never imported by the caller's process: it imports torch and runs user code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import torch
+
+from engine import casting, oracle
+from engine.capture import capture_generated_code
+from engine.comparison import CallOutcome, CallSettings, StageError, compare_call, seed_everything, stage_error
+from engine.options import CheckOptions
+from engine.result import ARRAYS_FILE, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
+from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
+from engine.verdicts import ErrorKind, Verdict, worst
+
+_CAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+Emit = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class _Run:
+    """The mutable bookkeeping of one check."""
+
+    options: CheckOptions
+    source: str
+    filename: str
+    emit_event: Emit
+    device: str = "cpu"
+    style: SnippetStyle | None = None
+    stage: str = "loading"
+    stage_start: float = dataclasses.field(default_factory=time.monotonic)
+    stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def emit(self, stage: str) -> None:
+        now = time.monotonic()
+        self.stage_seconds[self.stage] = self.stage_seconds.get(self.stage, 0.0) + now - self.stage_start
+        self.stage, self.stage_start = stage, now
+        self.emit_event(stage)
+
+    def settings(self) -> CallSettings:
+        o = self.options
+        return CallSettings(o.strict, o.benign_factor, o.backward, o.fp64_reference, o.max_stored_elements, self.emit)
+
+
+def run_check(source: str, filename: str, options: CheckOptions, run_dir: Path, emit: Emit) -> CheckResult:
+    """Check a snippet and write result.json and arrays.npz into run_dir. Never raises for user errors."""
+    run = _Run(options, source, filename, emit)
+    run.emit("loading")
+    code = GeneratedCode()
+    notes: list[str] = []
+    try:
+        run.style = detect_style(source, filename)
+        run.device = _pick_device(options)
+        with _inductor_config(options.inductor_config):
+            outcomes, code, notes = _check_all_seeds(run)
+            leaves, seeds, arrays = _pick_worst_seed(outcomes)
+            if _wants_precision_recheck(options, outcomes, leaves):
+                leaves = _precision_recheck(run, leaves, seeds, notes)
+                seeds = _resummarize_worst_seed(seeds, leaves)
+    except SnippetError as exc:
+        return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), code)
+    except StageError as exc:
+        return _finish_error(run, run_dir, ErrorInfo(exc.kind, exc.message, exc.tb), code, notes)
+    except _OptionsProblem as exc:
+        return _finish_error(run, run_dir, ErrorInfo(ErrorKind.OPTIONS, str(exc)), code)
+    run.emit("done")
+    verdict = worst([leaf.verdict for leaf in leaves])
+    explanation = oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])
+    if len(seeds) > 1:
+        explanation += f"; over {len(seeds)} seeds: " + ", ".join(f"{s.seed}: {s.verdict.value}" for s in seeds)
+    _save_arrays(run_dir, arrays, leaves)
+    result = CheckResult(
+        verdict=verdict,
+        explanation=explanation,
+        options=options,
+        style=run.style.value if run.style else None,
+        leaves=tuple(leaves),
+        code=code,
+        seeds=tuple(seeds),
+        notes=tuple(notes),
+        environment=environment(run.device),
+        stage_seconds=run.stage_seconds,
+        run_dir=str(run_dir),
+    )
+    result.save(run_dir)
+    return result
+
+
+class _OptionsProblem(Exception):
+    pass
+
+
+def _pick_device(options: CheckOptions) -> str:
+    if options.device == "cuda" and not torch.cuda.is_available():
+        raise _OptionsProblem("device cuda was requested, but CUDA is not available on this host")
+    return options.device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@contextlib.contextmanager
+def _inductor_config(overrides: Any) -> Iterator[None]:
+    import torch._inductor.config as inductor_config
+
+    patch = inductor_config.patch(dict(overrides))
+    try:
+        patch.__enter__()
+    except (AttributeError, KeyError) as exc:
+        raise _OptionsProblem(f"unknown Inductor config option: {exc}") from None
+    try:
+        yield
+    finally:
+        patch.__exit__(None, None, None)
+
+
+def _check_all_seeds(run: _Run) -> tuple[list[tuple[int, list[CallOutcome]]], GeneratedCode, list[str]]:
+    settings = run.settings()
+    seeds = [run.options.seed + i for i in range(run.options.seeds)]
+    with capture_generated_code() as captured:
+        try:
+            if run.style is SnippetStyle.REPRO:
+                outcomes = [(seed, _run_repro(run, seed, settings)) for seed in seeds]
+            else:
+                outcomes = _run_program(run, seeds, settings)
+        finally:
+            code = captured.result()
+    return outcomes, code, settings.notes
+
+
+def _load_namespace(run: _Run, seed: int, as_main: bool) -> dict[str, Any]:
+    seed_everything(seed)
+    try:
+        return execute(run.source, run.filename, as_main=as_main)
+    except (StageError, SnippetError):
+        raise
+    except BaseException as exc:
+        raise stage_error(ErrorKind.SNIPPET, exc, "the snippet raised while loading") from None
+
+
+def _run_program(run: _Run, seeds: list[int], settings: CallSettings, extra_config: dict[str, Any] | None = None) -> list[tuple[int, list[CallOutcome]]]:
+    """fn-inputs and KernelBench styles: compile once, call once per seed."""
+    assert run.style is not None
+    ns = _load_namespace(run, seeds[0], as_main=False)
+    try:
+        program = program_from_namespace(ns, run.style)
+    except SnippetError:
+        raise
+    except BaseException as exc:
+        raise stage_error(ErrorKind.SNIPPET, exc, "building the model raised") from None
+    dtype = _CAST.get(run.options.dtype or "")
+    casting.move_program(program.fn, run.device, dtype)
+    kwargs = run.options.compile_kwargs(program.compile_kwargs)
+    try:
+        compiled = torch.compile(program.fn, **kwargs)
+    except Exception as exc:
+        raise stage_error(ErrorKind.COMPILE, exc, "torch.compile rejected the program") from None
+    results = []
+    for seed in seeds:
+        if seed == seeds[0] or not program.inputs_are_fixed:
+            seed_everything(seed)
+            make_inputs = program.make_inputs
+        else:  # a module-level tuple: only a fresh execution draws new values
+            make_inputs = program_from_namespace(_load_namespace(run, seed, as_main=False), run.style).make_inputs
+        try:
+            seed_everything(seed)
+            args = casting.move(make_inputs(), run.device, dtype)
+        except (SnippetError, StageError):
+            raise
+        except BaseException as exc:
+            raise stage_error(ErrorKind.SNIPPET, exc, "making the inputs raised") from None
+        outcome, _ = compare_call(program.fn, compiled, args, {}, seed, settings)
+        results.append((seed, [outcome]))
+    return results
+
+
+def _run_repro(run: _Run, seed: int, settings: CallSettings) -> list[CallOutcome]:
+    """A verbatim repro: run the script with torch.compile intercepted; every compiled call is compared."""
+    outcomes: list[CallOutcome] = []
+    real_compile = torch.compile
+    options = run.options
+
+    def checked(compiled: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            outcome, out = compare_call(original, compiled, args, kwargs, seed + len(outcomes), settings, prefix=f"call{len(outcomes)}: ")
+            outcomes.append(outcome)
+            return out
+
+        return _CheckedCallable(compiled, call)
+
+    def intercept(model: Any = None, **kwargs: Any) -> Any:
+        if model is None:
+            return lambda m: intercept(m, **kwargs)
+        compiled = real_compile(model, **options.compile_kwargs(kwargs))
+        return checked(compiled, model)
+
+    if options.dtype or options.device:
+        settings.note("device and dtype options do not apply to a verbatim repro: the script chooses them")
+    if options.backward:
+        settings.note("--backward does not apply to a verbatim repro: it drives its own calls")
+        settings.backward = False
+    torch.compile = intercept  # type: ignore[assignment]
+    try:
+        _load_namespace(run, seed, as_main=True)
+    except StageError as exc:
+        if exc.kind is not ErrorKind.SNIPPET or not outcomes:
+            raise
+        settings.note(f"the script raised after {len(outcomes)} compared call(s); shown: those calls. {exc.message.splitlines()[0][:300]}")
+    finally:
+        torch.compile = real_compile  # type: ignore[assignment]
+    if not outcomes:
+        raise SnippetError(
+            f"{run.filename} calls torch.compile but never called the compiled function, so there was nothing to compare"
+        )
+    return outcomes
+
+
+class _CheckedCallable:
+    """Stands in for what torch.compile returned: calls are checked, attributes reach the compiled object."""
+
+    def __init__(self, compiled: Any, call: Callable[..., Any]) -> None:
+        self.__dict__["_compiled"] = compiled
+        self.__dict__["_call"] = call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_compiled"], name)
+
+
+def _merge(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[str, dict[str, np.ndarray]], bool]:
+    leaves: list[LeafResult] = []
+    arrays: dict[str, dict[str, np.ndarray]] = {}
+    low = False
+    for o in outcomes:
+        leaves.extend(o.leaves)
+        arrays.update(o.arrays)
+        low = low or o.low_precision
+    return leaves, arrays, low
+
+
+def _pick_worst_seed(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[list[LeafResult], list[SeedOutcome], dict[str, dict[str, np.ndarray]]]:
+    seeds: list[SeedOutcome] = []
+    best: tuple[int, list[LeafResult], dict[str, dict[str, np.ndarray]]] | None = None
+    for seed, calls in outcomes:
+        leaves, arrays, _ = _merge(calls)
+        verdict = worst([l.verdict for l in leaves])
+        seeds.append(SeedOutcome(seed, verdict, oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])))
+        if best is None or verdict.severity > best[0]:
+            best = (verdict.severity, leaves, arrays)
+    assert best is not None
+    return best[1], seeds, best[2]
+
+
+def _resummarize_worst_seed(seeds: list[SeedOutcome], leaves: list[LeafResult]) -> list[SeedOutcome]:
+    """The leaves shown are the worst seed's; after a recheck its summary must say what they now say."""
+    worst_seed = max(seeds, key=lambda s: s.verdict.severity).seed
+    verdict = worst([l.verdict for l in leaves])
+    summary = oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])
+    return [SeedOutcome(s.seed, verdict, summary) if s.seed == worst_seed else s for s in seeds]
+
+
+def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]) -> bool:
+    if not options.recheck_precision_casts or options.inductor_config.get("emulate_precision_casts"):
+        return False
+    if options.backend not in (None, "inductor"):
+        return False
+    low = options.dtype is not None or any(o.low_precision for _, calls in outcomes for o in calls)
+    return low and any(l.verdict in (Verdict.BENIGN, Verdict.DIVERGENT) and not l.structural for l in leaves)
+
+
+def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutcome], notes: list[str]) -> list[LeafResult]:
+    """Re-run the worst seed with emulate_precision_casts=True; leaves it fixes are precision-cast."""
+    import torch._dynamo
+    import torch._inductor.config as inductor_config
+
+    worst_seed = max(seeds, key=lambda s: s.verdict.severity).seed
+    settings = run.settings()
+    settings.fp64_reference = False  # the first pass already judged accuracy; this one asks only "does it vanish"
+    run.emit("precision-cast recheck")
+    torch._dynamo.reset()
+    try:
+        with inductor_config.patch(emulate_precision_casts=True):
+            if run.style is SnippetStyle.REPRO:
+                calls = _run_repro(run, worst_seed, settings)
+            else:
+                calls = _run_program(run, [worst_seed], settings)[0][1]
+    except (StageError, SnippetError) as exc:
+        notes.append(f"precision-cast recheck failed: {str(exc)[:200]}")
+        return leaves
+    rechecked = {l.name: l for l in _merge(calls)[0]}
+    updated = []
+    for leaf in leaves:
+        again = rechecked.get(leaf.name)
+        fixed = again is not None and not leaf.structural and (
+            (leaf.verdict is Verdict.DIVERGENT and again.verdict in (Verdict.MATCH, Verdict.BENIGN))
+            or (leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH)
+        )
+        if fixed:
+            assert again is not None
+            outcome = "bit-identical" if again.verdict is Verdict.MATCH else "benign"
+            why = (
+                f"{leaf.explanation.split(';')[0]}; with emulate_precision_casts=True it is {outcome}: "
+                f"Inductor skipped a low-precision ({leaf.dtype}) round trip that eager performs"
+            )
+            leaf = dataclasses.replace(leaf, verdict=Verdict.PRECISION_CAST, explanation=why)
+        updated.append(leaf)
+    return updated
+
+
+def _save_arrays(run_dir: Path, arrays: dict[str, dict[str, np.ndarray]], leaves: list[LeafResult]) -> None:
+    flat = {f"{leaf}/{kind}": value for leaf, group in arrays.items() for kind, value in group.items()}
+    if flat:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = run_dir / (ARRAYS_FILE + ".tmp.npz")
+        np.savez_compressed(tmp, **flat)  # type: ignore[arg-type]
+        tmp.replace(run_dir / ARRAYS_FILE)
+
+
+def _finish_error(run: _Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode, notes: list[str] | None = None) -> CheckResult:
+    run.emit("done")
+    result = CheckResult(
+        verdict=Verdict.ERROR,
+        explanation=f"error ({error.kind.value}): {error.message.splitlines()[0] if error.message else ''}",
+        options=run.options,
+        style=run.style.value if run.style else None,
+        error=error,
+        code=code,
+        notes=tuple(notes or ()),
+        environment=environment(run.device),
+        stage_seconds=run.stage_seconds,
+        run_dir=str(run_dir),
+    )
+    result.save(run_dir)
+    return result
+
+
+def environment(device: str) -> dict[str, str]:
+    env = {
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "device": device,
+    }
+    if device == "cuda" and torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(0)
+        env["cuda"] = str(torch.version.cuda)
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except ImportError:
+        pass
+    return env
+
+
+def internal_error(options: CheckOptions, run_dir: Path, exc: BaseException) -> CheckResult:
+    """A bug of ours: still a result, with the traceback, so nothing is silently lost."""
+    result = CheckResult(
+        verdict=Verdict.ERROR,
+        explanation=f"error (internal): {type(exc).__name__}: {exc}",
+        options=options,
+        error=ErrorInfo(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}", "".join(traceback.format_exception(exc))),
+        run_dir=str(run_dir),
+    )
+    result.save(run_dir)
+    return result

@@ -1,0 +1,91 @@
+"""The options of one check, and how they merge with a snippet's own `compile_kwargs`."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition")
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CAST_DTYPES = ("bf16", "fp16")
+
+
+class OptionsError(ValueError):
+    """An option has a value the engine cannot honour."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Everything that changes how a snippet is checked.
+
+    `None` means "not set": the snippet's own compile_kwargs apply, then torch's defaults.
+    """
+
+    device: str | None = None  # "cpu" or "cuda"; None picks cuda when available
+    backend: str | None = None
+    mode: str | None = None
+    dynamic: bool | None = None
+    fullgraph: bool | None = None
+    inductor_config: Mapping[str, Any] = field(default_factory=dict)
+    dtype: str | None = None  # cast model and floating inputs to bf16/fp16
+    backward: bool = False
+    seeds: int = 1
+    seed: int = 0
+    strict: bool = False
+    fp64_reference: bool = True
+    recheck_precision_casts: bool = True
+    # compiled may be this many times further from the fp64 reference than eager and still be benign
+    benign_factor: float = 2.0
+    timeout_s: float = 300.0
+    memory_limit_mb: int = 8192
+    max_stored_elements: int = 16 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise OptionsError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}")
+        if self.mode is not None and self.mode not in MODES:
+            raise OptionsError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.dtype is not None and self.dtype not in CAST_DTYPES:
+            raise OptionsError(f"dtype must be one of {', '.join(CAST_DTYPES)}, not {self.dtype!r}")
+        if self.device is not None and self.device not in ("cpu", "cuda"):
+            raise OptionsError(f"device must be cpu or cuda, not {self.device!r}")
+        if self.seeds < 1:
+            raise OptionsError("seeds must be at least 1")
+        if self.benign_factor < 1.0:
+            raise OptionsError("benign_factor must be at least 1")
+        if self.timeout_s <= 0 or self.memory_limit_mb <= 0:
+            raise OptionsError("timeout_s and memory_limit_mb must be positive")
+
+    def replace(self, **changes: Any) -> "CheckOptions":
+        return dataclasses.replace(self, **changes)
+
+    def with_inductor_config(self, **overrides: Any) -> "CheckOptions":
+        return self.replace(inductor_config={**self.inductor_config, **overrides})
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["inductor_config"] = dict(self.inductor_config)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CheckOptions":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise OptionsError(f"unknown option(s): {', '.join(unknown)}")
+        return cls(**dict(data))
+
+    def compile_kwargs(self, snippet_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """torch.compile's keyword arguments: the snippet's own, overridden by the options that are set."""
+        kwargs = dict(snippet_kwargs)
+        for name in ("backend", "mode", "dynamic", "fullgraph"):
+            value = getattr(self, name)
+            if value is not None:
+                kwargs[name] = value
+        kwargs.setdefault("backend", "inductor")
+        if kwargs.get("backend") != "inductor":
+            # torch.compile rejects mode/options for backends that do not take them
+            kwargs.pop("mode", None)
+            kwargs.pop("options", None)
+        return kwargs

@@ -1,0 +1,238 @@
+"""The typed result of a check: what was compared, what was found, and the generated code.
+
+A result serializes to JSON (small: figures and text) plus one compressed `.npz` of per-element arrays,
+so a viewer can draw heatmaps later without running anything again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from engine.options import CheckOptions
+from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
+
+RESULT_FILE = "result.json"
+ARRAYS_FILE = "arrays.npz"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LeafResult:
+    """One compared value: an output, a mutated input, a parameter or buffer, or a gradient."""
+
+    name: str
+    kind: LeafKind
+    verdict: Verdict
+    explanation: str
+    symptoms: tuple[Symptom, ...] = ()
+    shape: tuple[int, ...] | None = None  # eager's shape; None for non-tensors
+    compiled_shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    compiled_dtype: str | None = None
+    stride: tuple[int, ...] | None = None
+    compiled_stride: tuple[int, ...] | None = None
+    numel: int = 0
+    mismatches: int = 0  # elements whose bits differ
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    max_ulp: float = 0.0
+    nan_mismatches: int = 0
+    inf_mismatches: int = 0
+    signed_zero_mismatches: int = 0
+    eager_ref_rms: float | None = None  # error against the fp64 reference
+    compiled_ref_rms: float | None = None
+    eager_ref_max: float | None = None
+    compiled_ref_max: float | None = None
+    worst_index: tuple[int, ...] | None = None
+    eager_value: str | None = None  # repr, for non-tensor leaves and the worst element
+    compiled_value: str | None = None
+    arrays: str | None = None  # key prefix in the arrays file, when stored
+
+    @property
+    def structural(self) -> bool:
+        return any(s.structural for s in self.symptoms)
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why a check produced no comparison."""
+
+    kind: ErrorKind
+    message: str
+    traceback: str = ""
+    output_tail: str = ""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    language: str  # "cpp" or "triton"
+    source: str
+
+
+@dataclass(frozen=True)
+class OutputCode:
+    """One module that Inductor wrote: the Python wrapper with its kernels."""
+
+    label: str  # e.g. "0_inference", "0_forward"
+    source: str
+    kernels: tuple[Kernel, ...] = ()
+
+
+@dataclass(frozen=True)
+class GeneratedCode:
+    """What the compiler produced, captured from torch's own logs (so also on a cache hit)."""
+
+    fx_graphs: tuple[str, ...] = ()
+    output_code: tuple[OutputCode, ...] = ()
+    graph_breaks: tuple[str, ...] = ()
+    recompiles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SeedOutcome:
+    seed: int
+    verdict: Verdict
+    explanation: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    verdict: Verdict
+    explanation: str
+    options: CheckOptions
+    style: str | None = None  # "fn-inputs", "kernelbench", "repro"
+    leaves: tuple[LeafResult, ...] = ()
+    error: ErrorInfo | None = None
+    code: GeneratedCode = field(default_factory=GeneratedCode)
+    seeds: tuple[SeedOutcome, ...] = ()
+    notes: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    stage_seconds: Mapping[str, float] = field(default_factory=dict)
+    output_tail: str = ""
+    run_dir: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    def leaf(self, name: str) -> LeafResult:
+        for leaf in self.leaves:
+            if leaf.name == name:
+                return leaf
+        raise KeyError(f"no leaf named {name!r}; leaves: {', '.join(l.name for l in self.leaves)}")
+
+    def to_json(self) -> dict[str, Any]:
+        data = _to_jsonable(self)
+        data["options"] = self.options.to_json()
+        data["schema"] = SCHEMA_VERSION
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CheckResult":
+        return _from_jsonable(cls, data)
+
+    def save(self, run_dir: Path) -> Path:
+        """Write result.json into run_dir (arrays are written by the worker beside it)."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / RESULT_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1))
+        tmp.replace(path)  # atomic: a reader never sees half a result
+        return path
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "CheckResult":
+        result = cls.from_json(json.loads((Path(run_dir) / RESULT_FILE).read_text()))
+        return dataclasses.replace(result, run_dir=str(run_dir))
+
+    def load_arrays(self, leaf: LeafResult) -> dict[str, np.ndarray]:
+        """The per-element arrays of a leaf: eager, compiled, and where computed ref, ulp."""
+        if leaf.arrays is None or self.run_dir is None:
+            return {}
+        path = Path(self.run_dir) / ARRAYS_FILE
+        if not path.exists():
+            return {}
+        with np.load(path) as data:
+            prefix = leaf.arrays + "/"
+            return {k[len(prefix):]: data[k] for k in data.files if k.startswith(prefix)}
+
+
+def _to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (Verdict, ErrorKind, Symptom, LeafKind)):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_to_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return repr(value)  # JSON has no NaN or inf
+    return value
+
+
+def _from_jsonable(cls: Any, data: Mapping[str, Any]) -> Any:
+    hints = _FIELD_DECODERS.get(cls, {})
+    kwargs: dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    for name, raw in data.items():
+        if name not in names:
+            continue
+        decode = hints.get(name)
+        kwargs[name] = decode(raw) if decode is not None and raw is not None else raw
+    return cls(**kwargs)
+
+
+def _float(raw: Any) -> float:
+    return float(raw)
+
+
+def _opt_tuple(raw: Any) -> tuple[int, ...]:
+    return tuple(raw)
+
+
+_FIELD_DECODERS: dict[Any, dict[str, Any]] = {
+    LeafResult: {
+        "kind": LeafKind,
+        "verdict": Verdict,
+        "symptoms": lambda raw: tuple(Symptom(s) for s in raw),
+        "shape": _opt_tuple,
+        "compiled_shape": _opt_tuple,
+        "stride": _opt_tuple,
+        "compiled_stride": _opt_tuple,
+        "worst_index": _opt_tuple,
+        "max_abs": _float,
+        "max_rel": _float,
+        "max_ulp": _float,
+        "eager_ref_rms": _float,
+        "compiled_ref_rms": _float,
+        "eager_ref_max": _float,
+        "compiled_ref_max": _float,
+    },
+    ErrorInfo: {"kind": ErrorKind},
+    Kernel: {},
+    OutputCode: {"kernels": lambda raw: tuple(_from_jsonable(Kernel, k) for k in raw)},
+    GeneratedCode: {
+        "fx_graphs": tuple,
+        "output_code": lambda raw: tuple(_from_jsonable(OutputCode, o) for o in raw),
+        "graph_breaks": tuple,
+        "recompiles": tuple,
+    },
+    SeedOutcome: {"verdict": Verdict},
+    CheckResult: {
+        "verdict": Verdict,
+        "options": CheckOptions.from_json,
+        "leaves": lambda raw: tuple(_from_jsonable(LeafResult, l) for l in raw),
+        "error": lambda raw: _from_jsonable(ErrorInfo, raw),
+        "code": lambda raw: _from_jsonable(GeneratedCode, raw),
+        "seeds": lambda raw: tuple(_from_jsonable(SeedOutcome, s) for s in raw),
+        "notes": tuple,
+    },
+}

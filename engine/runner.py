@@ -1,0 +1,361 @@
+"""The caller's side of the worker: submit checks, follow their progress, enforce limits, cancel.
+
+User code never runs in this process. One warm worker (torch imported once) forks a child per check;
+this module kills a child that runs past its wall-time or memory limit, and turns every way a child
+can end (result written, signal, exit, kill) into a CheckResult.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from engine.options import CheckOptions
+from engine.paths import home, inductor_cache_dir, new_run_dir
+from engine.result import RESULT_FILE, CheckResult, ErrorInfo
+from engine.snippet import SnippetError, detect_style
+from engine.verdicts import ErrorKind, Verdict
+
+TAIL_CHARS = 4000
+_READY_TIMEOUT_S = 180.0
+
+
+class WorkerUnavailable(RuntimeError):
+    """The worker process could not be started."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str
+    elapsed_s: float
+
+
+class Job:
+    """One submitted check. Thread-safe; `wait()` returns its CheckResult."""
+
+    def __init__(self, runner: "Runner", job_id: str, run_dir: Path, options: CheckOptions, on_progress: Callable[[Progress], None] | None) -> None:
+        self.id = job_id
+        self.run_dir = run_dir
+        self.options = options
+        self._runner = runner
+        self._on_progress = on_progress
+        self._started = time.monotonic()
+        self._stage = "queued"
+        self._pid: int | None = None
+        self._kill_reason: tuple[ErrorKind, str] | None = None
+        self._result: CheckResult | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    @property
+    def progress(self) -> Progress:
+        return Progress(self._stage, time.monotonic() - self._started)
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> CheckResult:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"check {self.id} still running after {timeout} s")
+        assert self._result is not None
+        return self._result
+
+    def cancel(self) -> None:
+        self._kill(ErrorKind.CANCELLED, "the check was cancelled")
+
+    # -- called by the runner's threads --
+    def _set_stage(self, stage: str) -> None:
+        self._stage = stage
+        if self._on_progress is not None:
+            try:
+                self._on_progress(self.progress)
+            except Exception:  # a broken progress callback must not lose the check
+                pass
+
+    def _set_pid(self, pid: int) -> None:
+        with self._lock:
+            self._pid = pid
+            reason = self._kill_reason
+        if reason is not None:
+            _killpg(pid)
+        threading.Thread(target=self._watch, daemon=True, name=f"watch-{self.id}").start()
+
+    def _kill(self, kind: ErrorKind, message: str) -> None:
+        with self._lock:
+            if self._done.is_set() or self._kill_reason is not None:
+                return
+            self._kill_reason = (kind, message)
+            pid = self._pid
+        if pid is not None:
+            _killpg(pid)
+        elif kind is ErrorKind.CANCELLED:
+            self._runner._withdraw(self)
+
+    def _watch(self) -> None:
+        limit_bytes = self.options.memory_limit_mb * 1024 * 1024
+        while not self._done.wait(0.2):
+            elapsed = time.monotonic() - self._started
+            if elapsed > self.options.timeout_s:
+                self._kill(ErrorKind.TIMEOUT, f"the check ran past its {self.options.timeout_s:g} s wall-time limit during stage '{self._stage}'")
+            elif self._pid is not None and _group_rss(self._pid) > limit_bytes:
+                self._kill(ErrorKind.MEMORY, f"the check used more than its {self.options.memory_limit_mb} MB memory limit during stage '{self._stage}'")
+
+    def _finish(self, code: int | None, signum: int | None) -> None:
+        with self._lock:
+            reason = self._kill_reason
+        tail = output_tail(self.run_dir)
+        result: CheckResult | None = None
+        if reason is None and (self.run_dir / RESULT_FILE).exists():
+            try:
+                result = CheckResult.load(self.run_dir)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                reason = (ErrorKind.INTERNAL, f"the result file could not be read: {exc}")
+        if result is None:
+            if reason is None:
+                reason = _death_reason(code, signum, self._stage)
+            result = error_result(self.options, reason[0], reason[1], tail, self.run_dir)
+            result.save(self.run_dir)
+        elif tail and not result.output_tail:
+            result = _with_tail(result, tail)
+        self._result = result
+        self._stage = "done"
+        self._done.set()
+        if self._on_progress is not None:
+            self._set_stage("done")
+
+
+def _with_tail(result: CheckResult, tail: str) -> CheckResult:
+    import dataclasses
+
+    error = result.error
+    if error is not None and not error.output_tail:
+        error = dataclasses.replace(error, output_tail=tail)
+    return dataclasses.replace(result, output_tail=tail, error=error)
+
+
+def _death_reason(code: int | None, signum: int | None, stage: str) -> tuple[ErrorKind, str]:
+    if signum is not None:
+        name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else f"signal {signum}"
+        if signum == signal.SIGKILL:
+            return ErrorKind.MEMORY, f"the worker was killed (SIGKILL) during stage '{stage}', most likely by the system's out-of-memory killer"
+        if signum == signal.SIGXFSZ:
+            return ErrorKind.CRASH, f"the worker was stopped (SIGXFSZ) during stage '{stage}': it wrote more output than the file-size limit allows"
+        return ErrorKind.CRASH, f"the Python interpreter crashed with {name} during stage '{stage}'"
+    return ErrorKind.CRASH, f"the worker exited with status {code} during stage '{stage}' before writing a result (os._exit or a fatal error in native code?)"
+
+
+def error_result(options: CheckOptions, kind: ErrorKind, message: str, tail: str = "", run_dir: Path | None = None) -> CheckResult:
+    return CheckResult(
+        verdict=Verdict.ERROR,
+        explanation=f"error ({kind.value}): {message}",
+        options=options,
+        error=ErrorInfo(kind, message, output_tail=tail),
+        output_tail=tail,
+        run_dir=str(run_dir) if run_dir else None,
+    )
+
+
+def output_tail(run_dir: Path, chars: int = TAIL_CHARS) -> str:
+    from engine.worker import OUTPUT_LOG
+
+    path = run_dir / OUTPUT_LOG
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - chars * 4))
+            return f.read().decode("utf-8", "replace")[-chars:]
+    except OSError:
+        return ""
+
+
+def _killpg(pid: int) -> None:
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+            return
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def _group_rss(pid: int) -> int:
+    """Resident memory of the child and its descendants (compilers included), in bytes."""
+    total = 0
+    pending = [pid]
+    seen: set[int] = set()
+    while pending:
+        p = pending.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    pending.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class Runner:
+    """Owns one warm worker process and the checks running in it."""
+
+    def __init__(self, cache_dir: Path | None = None, python: str | None = None) -> None:
+        self.cache_dir = cache_dir or inductor_cache_dir()
+        self.python = python or sys.executable
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._ids = itertools.count()
+
+    def start(self) -> None:
+        """Start the worker (importing torch there) unless it is running; blocks until it is ready."""
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                proc = self._proc
+            else:
+                proc = self._spawn()
+        if not self._ready.wait(_READY_TIMEOUT_S) or proc.poll() is not None:
+            raise WorkerUnavailable(f"the worker did not become ready; its stderr is in {home() / 'worker.log'}")
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(self.cache_dir))
+        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pool to re-spawn in every forked child
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # keep the warm parent from initialising CUDA before it forks
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else root
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        home().mkdir(parents=True, exist_ok=True)
+        log = open(home() / "worker.log", "ab")
+        self._ready.clear()
+        proc = subprocess.Popen(
+            [self.python, "-m", "engine.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            start_new_session=True,  # Ctrl-C in a terminal reaches us, and we decide what to kill
+        )
+        log.close()
+        self._proc = proc
+        threading.Thread(target=self._read_events, args=(proc,), daemon=True, name="worker-events").start()
+        return proc
+
+    def submit(
+        self,
+        source: str,
+        options: CheckOptions | None = None,
+        filename: str = "snippet.py",
+        run_dir: Path | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Job:
+        options = options or CheckOptions()
+        run_dir = Path(run_dir) if run_dir is not None else new_run_dir()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "snippet.py").write_text(source)
+        job = Job(self, f"{next(self._ids)}-{uuid.uuid4().hex[:8]}", run_dir, options, on_progress)
+        try:
+            detect_style(source, filename)  # static: a syntax error or a shapeless file needs no worker
+        except SnippetError as exc:
+            job._result = error_result(options, ErrorKind.SNIPPET, str(exc), run_dir=run_dir)
+            job._result.save(run_dir)
+            job._done.set()
+            return job
+        job._set_stage("starting worker")
+        try:
+            self.start()
+        except WorkerUnavailable as exc:
+            job._result = error_result(options, ErrorKind.INTERNAL, str(exc), run_dir=run_dir)
+            job._done.set()
+            return job
+        request = {"op": "check", "job": job.id, "source": source, "filename": filename, "options": options.to_json(), "run_dir": str(run_dir)}
+        with self._lock:
+            self._jobs[job.id] = job
+            assert self._proc is not None and self._proc.stdin is not None
+            try:
+                self._proc.stdin.write((json.dumps(request) + "\n").encode())
+                self._proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self._jobs.pop(job.id, None)
+                job._result = error_result(options, ErrorKind.CRASH, "the worker process died before the check started", run_dir=run_dir)
+                job._done.set()
+                return job
+        return job
+
+    def check(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
+        return self.submit(source, options, filename, run_dir, on_progress).wait()
+
+    def _withdraw(self, job: Job) -> None:
+        """A job cancelled before its child started: finish it here."""
+        with self._lock:
+            self._jobs.pop(job.id, None)
+        job._finish(None, None)
+
+    def _read_events(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "ready":
+                self._ready.set()
+                continue
+            with self._lock:
+                job = self._jobs.get(event.get("job", ""))
+                if kind == "exit":
+                    self._jobs.pop(event.get("job", ""), None)
+            if job is None:
+                continue
+            if kind == "started":
+                job._set_pid(int(event["pid"]))
+            elif kind == "stage":
+                job._set_stage(str(event["stage"]))
+            elif kind == "exit":
+                job._finish(event.get("code"), event.get("signal"))
+        # the worker is gone: every job still running in it ends as a crash
+        self._ready.set()
+        with self._lock:
+            orphans = list(self._jobs.values())
+            self._jobs.clear()
+            if self._proc is proc:
+                self._proc = None
+        for job in orphans:
+            job._finish(None, signal.SIGKILL if job._kill_reason else None)
+
+    def close(self) -> None:
+        with self._lock:
+            proc, self._proc = self._proc, None
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            job.cancel()
+        if proc is not None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(b'{"op": "exit"}\n')
+                proc.stdin.close()
+                proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

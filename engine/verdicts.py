@@ -1,0 +1,85 @@
+"""The vocabulary of a check's outcome: verdicts, error kinds, symptoms and leaf kinds."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Verdict(str, Enum):
+    """What a leaf or a whole check concluded, from best to worst."""
+
+    MATCH = "match"
+    BENIGN = "benign"
+    PRECISION_CAST = "precision-cast"
+    DIVERGENT = "divergent"
+    ERROR = "error"
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit status: 0 for an acceptable result, 1 for a divergence, 2 for an error."""
+        if self is Verdict.DIVERGENT:
+            return 1
+        if self is Verdict.ERROR:
+            return 2
+        return 0
+
+
+# precision-cast ranks above benign: it names a specific mechanism, so it is the more useful report.
+_SEVERITY = {
+    Verdict.MATCH: 0,
+    Verdict.BENIGN: 1,
+    Verdict.PRECISION_CAST: 2,
+    Verdict.DIVERGENT: 3,
+    Verdict.ERROR: 4,
+}
+
+
+def worst(verdicts: "list[Verdict] | tuple[Verdict, ...]") -> Verdict:
+    """The most severe verdict; `match` for an empty sequence."""
+    return max(verdicts, key=lambda v: v.severity, default=Verdict.MATCH)
+
+
+class ErrorKind(str, Enum):
+    """Where a check failed to produce a comparison."""
+
+    SNIPPET = "snippet"  # the file does not load or fits no snippet style
+    EAGER = "eager"  # the program raised when run eagerly
+    COMPILE = "compile"  # torch.compile or the compiled call raised
+    CRASH = "crash"  # the worker process died (signal, os._exit)
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    CANCELLED = "cancelled"
+    OPTIONS = "options"  # an option the host or torch cannot honour
+    INTERNAL = "internal"  # a bug in Divergence Explorer itself
+
+
+class Symptom(str, Enum):
+    """Why a leaf differs. Everything but VALUE and BITS is structural."""
+
+    VALUE = "value"  # finite values drift
+    BITS = "bits"  # bit patterns differ (strict mode), e.g. NaN payloads
+    NAN = "nan"
+    INF = "inf"
+    SIGNED_ZERO = "signed-zero"
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    STRIDE = "stride"
+    MUTATION = "mutation"  # an input or module state was mutated by one side only
+    TYPE = "type"  # the leaf's Python type or the output structure differs
+
+    @property
+    def structural(self) -> bool:
+        return self not in (Symptom.VALUE, Symptom.BITS)
+
+
+class LeafKind(str, Enum):
+    """What part of the program's effect a compared leaf is."""
+
+    OUTPUT = "output"
+    MUTATED_INPUT = "mutated-input"
+    STATE = "state"  # a parameter or buffer after the call
+    GRADIENT = "gradient"

@@ -1,0 +1,150 @@
+"""The warm worker: a process that imports torch once, then forks one child per check.
+
+Protocol (JSON lines): requests on stdin, events on the original stdout. Each child runs in its own
+process group with resource limits and its output redirected to `output.log` in its run directory,
+so a crash, a hang or a flood of output in user code never reaches the caller.
+
+Run as `python -m engine.worker`; nothing here runs on import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+OUTPUT_LOG = "output.log"
+MAX_LOG_BYTES = 256 * 1024 * 1024
+
+
+class _Events:
+    """Writes protocol lines with single os.write calls, so lines from children and the reaper never interleave."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, **event: Any) -> None:
+        os.write(self.fd, (json.dumps(event) + "\n").encode())
+
+
+def _limit_resources(memory_limit_mb: int, limit_address_space: bool) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_LOG_BYTES, MAX_LOG_BYTES))
+    if limit_address_space:
+        # CUDA reserves huge virtual ranges, so the address-space cap is for CPU checks; the parent also watches RSS
+        limit = memory_limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _child(request: dict[str, Any], events: _Events) -> None:
+    """Runs in the forked child; never returns."""
+    status = 0
+    try:
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        run_dir = Path(request["run_dir"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = os.open(run_dir / OUTPUT_LOG, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.chdir(run_dir)
+
+        import torch
+
+        from engine.execution import internal_error, run_check
+        from engine.options import CheckOptions
+
+        options = CheckOptions.from_json(request["options"])
+        cpu = options.device == "cpu" or not torch.cuda.is_available()
+        _limit_resources(options.memory_limit_mb, limit_address_space=cpu)
+        job = request["job"]
+        try:
+            run_check(
+                request["source"],
+                request["filename"],
+                options,
+                run_dir,
+                lambda stage: events.send(job=job, event="stage", stage=stage, t=time.time()),
+            )
+        except BaseException as exc:  # run_check turns user errors into results; anything left is ours
+            internal_error(options, run_dir, exc)
+    except BaseException:
+        status = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
+
+
+class _Reaper(threading.Thread):
+    """Waits for children and reports how each one ended."""
+
+    def __init__(self, events: _Events) -> None:
+        super().__init__(daemon=True)
+        self.events = events
+        self.jobs: dict[int, str] = {}
+        self.lock = threading.Condition()
+
+    def add(self, pid: int, job: str) -> None:
+        with self.lock:
+            self.jobs[pid] = job
+            self.lock.notify()
+
+    def run(self) -> None:
+        while True:
+            with self.lock:
+                while not self.jobs:
+                    self.lock.wait()
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                time.sleep(0.05)
+                continue
+            with self.lock:
+                job = self.jobs.pop(pid, None)
+            if job is None:
+                continue
+            signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+            self.events.send(job=job, event="exit", pid=pid, code=code, signal=signum)
+
+
+def main() -> None:
+    events = _Events(os.dup(1))
+    os.dup2(2, 1)  # stray prints of the worker itself must not corrupt the protocol
+    started = time.time()
+    import torch
+    import torch._dynamo  # noqa: F401  (warm: the children inherit these imports)
+    import torch._inductor.compile_fx  # noqa: F401
+
+    import engine.execution  # noqa: F401
+
+    events.send(event="ready", pid=os.getpid(), torch=torch.__version__, import_s=time.time() - started)
+    reaper = _Reaper(events)
+    reaper.start()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        if request.get("op") == "exit":
+            break
+        pid = os.fork()
+        if pid == 0:
+            _child(request, events)
+        reaper.add(pid, request["job"])
+        events.send(job=request["job"], event="started", pid=pid)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Real torch.compile on CPU: every snippet style, every verdict, every compared kind of leaf."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import ErrorKind, LeafKind, Symptom, Verdict
+from tests.faults import fault_snippet
+
+PROGRAM = """
+def fn(x):
+    return torch.relu(x) * 2.0, x.sum(0)
+
+
+def inputs():
+    return (torch.randn(8, 8),)
+"""
+
+
+def test_fn_inputs_style_is_benign_reassociation(check):
+    r = check("matmul_sum")
+    assert (r.style, r.verdict) == ("fn-inputs", Verdict.BENIGN)
+    leaf = r.leaf("out[0]")
+    assert leaf.mismatches > 0 and leaf.compiled_ref_rms is not None and "reassociation" in leaf.explanation
+
+
+def test_kernelbench_style(check):
+    r = check("kernelbench_gelu")
+    assert r.style == "kernelbench" and r.verdict in (Verdict.MATCH, Verdict.BENIGN)
+    assert r.leaf("out").shape == (16,)
+
+
+def test_repro_style_checks_every_compiled_call(check):
+    r = check("repro_style")
+    assert r.style == "repro" and r.verdict is Verdict.MATCH
+    assert [l.name for l in r.leaves] == ["call0: out", "call1: out"]
+
+
+def test_precision_cast_verdict_from_a_bf16_chain(check):
+    r = check("bf16_chain")
+    assert r.verdict is Verdict.PRECISION_CAST
+    assert "emulate_precision_casts=True it is bit-identical" in r.leaf("out").explanation
+
+
+def test_rng_divergence_vanishes_with_fallback_random(check):
+    r = check("dropout_rng")
+    assert r.verdict is Verdict.DIVERGENT and r.leaf("out").symptoms == (Symptom.VALUE,)
+    assert check("dropout_rng", inductor_config={"fallback_random": True}).verdict is Verdict.MATCH
+
+
+def test_one_ulp_fault_is_shown_by_default_and_divergent_when_strict(check):
+    snippet = fault_snippet("ulp", PROGRAM)
+    default = check(snippet)
+    leaf = default.leaf("out[0]")
+    assert default.verdict is Verdict.BENIGN and (leaf.max_ulp, leaf.mismatches) == (1.0, 1)
+    strict = check(snippet, strict=True)
+    assert strict.verdict is Verdict.DIVERGENT and strict.leaf("out[0]").symptoms == (Symptom.BITS,)
+
+
+def test_structural_faults_are_divergent(check):
+    expected = {"nan": Symptom.NAN, "signed_zero": Symptom.SIGNED_ZERO, "stride": Symptom.STRIDE, "widen": Symptom.DTYPE}
+    for fault, symptom in expected.items():
+        r = check(fault_snippet(fault, PROGRAM))
+        assert r.verdict is Verdict.DIVERGENT and symptom in r.leaf("out[0]").symptoms, (fault, r.explanation)
+
+
+def test_lost_input_mutation_is_divergent(check):
+    program = "import torch\n\ndef fn(x):\n    x.t().add_(1.0)\n    return x * 2\n\ndef inputs():\n    return (torch.randn(4, 4),)\n"
+    assert check(program).verdict in (Verdict.MATCH, Verdict.BENIGN)
+    r = check(fault_snippet("drop_mutation", program))
+    leaf = r.leaf("input args[0]")
+    assert r.verdict is Verdict.DIVERGENT and leaf.kind is LeafKind.MUTATED_INPUT and Symptom.MUTATION in leaf.symptoms
+    assert "eager mutated it in place but compiled did not" in leaf.explanation
+
+
+def test_buffers_updated_by_the_call_are_compared(check):
+    r = check("batchnorm_train")
+    names = {l.name for l in r.leaves if l.kind is LeafKind.STATE}
+    assert {"state self.running_mean", "state self.running_var", "state self.num_batches_tracked"} <= names
+    assert r.verdict in (Verdict.MATCH, Verdict.BENIGN)
+
+
+def test_nested_outputs_and_python_scalars_become_leaves(check):
+    r = check("structures", seeds=2)
+    assert {"out['pair'][0]", "out['pair'][1]", "out['obj'].hidden", "out['obj'].count", "out['mean']", "out['flag']"} == {l.name for l in r.leaves}
+    assert [s.seed for s in r.seeds] == [0, 1] and r.verdict in (Verdict.MATCH, Verdict.BENIGN)
+    assert r.code.graph_breaks and r.code.recompiles is not None
+
+
+def test_backward_compares_gradients_of_inputs_and_parameters(check):
+    r = check("kernelbench_gelu", backward=True)
+    grads = {l.name for l in r.leaves if l.kind is LeafKind.GRADIENT}
+    assert grads == {"grad args[0]", "grad self.linear.weight", "grad self.linear.bias"}
+    assert r.verdict in (Verdict.MATCH, Verdict.BENIGN)
+
+
+def test_generated_code_graph_breaks_and_arrays_are_kept(check):
+    r = check("graph_break")
+    assert len(r.code.fx_graphs) == 2 and len(r.code.graph_breaks) == 1 and "print" in r.code.graph_breaks[0]
+    kernels = [k for o in r.code.output_code for k in o.kernels]
+    assert kernels and all(k.language == "cpp" and "extern \"C\"" in k.source for k in kernels)
+    assert "engine/" not in r.code.graph_breaks[0]
+    arrays = r.load_arrays(r.leaf("out"))
+    assert set(arrays) == {"eager", "compiled", "ulp", "ref"} and arrays["eager"].shape == (16,)
+    assert np.array_equal(arrays["ulp"] == 0, arrays["eager"] == arrays["compiled"])
+
+
+def test_cast_option_runs_the_model_in_bf16(check):
+    r = check("kernelbench_gelu", dtype="bf16")
+    assert r.leaf("out").dtype == "bfloat16" and r.verdict in (Verdict.MATCH, Verdict.BENIGN, Verdict.PRECISION_CAST)
+
+
+def test_result_reopens_from_disk_identically(check):
+    from engine import load_result
+
+    r = check("matmul_sum")
+    again = load_result(r.run_dir)
+    assert again.to_json() == r.to_json()
+
+
+def test_unknown_inductor_option_is_an_options_error(check):
+    r = check("matmul_sum", inductor_config={"no_such_flag": True})
+    assert r.verdict is Verdict.ERROR and r.error.kind is ErrorKind.OPTIONS and "no_such_flag" in r.error.message

@@ -1,0 +1,24 @@
+"""The CUDA path: Triton kernels captured, verdicts, a real divergence. Runs wherever CUDA is available."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+from engine import Verdict  # noqa: E402
+
+
+def test_triton_kernels_are_captured_on_cuda(check):
+    r = check("matmul_sum", device="cuda")
+    kernels = [k for o in r.code.output_code for k in o.kernels]
+    assert r.environment["device"] == "cuda" and r.verdict in (Verdict.MATCH, Verdict.BENIGN)
+    assert kernels and all(k.language == "triton" and "@triton.jit" in k.source for k in kernels)
+
+
+def test_bf16_chain_is_a_precision_cast_on_cuda(check):
+    assert check("bf16_chain", device="cuda").verdict in (Verdict.PRECISION_CAST, Verdict.MATCH)
+
+
+def test_rng_divergence_is_found_on_cuda(check):
+    assert check("dropout_rng", device="cuda").verdict is Verdict.DIVERGENT
+    assert check("dropout_rng", device="cuda", inductor_config={"fallback_random": True}).verdict is Verdict.MATCH

@@ -1,0 +1,111 @@
+"""Element-wise metrics and verdict rules, on hand-made tensors (no compile)."""
+
+import math
+
+import pytest
+import torch
+
+from engine.metrics import bitwise_equal, compare_values, ordered_bits, ulp_distance
+from engine.oracle import judge_values
+from engine.verdicts import Symptom, Verdict
+
+
+def judge(eager, compiled, ref=None, strict=False, factor=2.0):
+    metrics, arrays = compare_values(eager, compiled, ref)
+    return judge_values(metrics, strict=strict, factor=factor), metrics, arrays
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_next_float_is_one_ulp_in_every_float_dtype(dtype):
+    x = torch.tensor([1.0, -3.5, 0.0, 1e-3], dtype=dtype)
+    up = torch.nextafter(x, torch.full_like(x, math.inf))
+    assert ulp_distance(x, up).tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_ulp_distance_across_zero_counts_both_sides():
+    a = torch.tensor([torch.finfo(torch.float32).tiny * 0 + 1.4e-45])  # smallest subnormal
+    assert ulp_distance(a, -a).item() == 2.0
+
+
+def test_signed_zeros_are_zero_ulp_apart_but_not_bitwise_equal():
+    pos, neg = torch.tensor([0.0]), torch.tensor([-0.0])
+    assert ulp_distance(pos, neg).item() == 0 and not bitwise_equal(pos, neg).item()
+
+
+def test_ordered_bits_is_monotonic():
+    x = torch.linspace(-10, 10, 1001)
+    assert bool((ordered_bits(x)[1:] > ordered_bits(x)[:-1]).all())
+
+
+def test_nan_against_nan_is_zero_ulp_and_against_number_is_infinite():
+    d = ulp_distance(torch.tensor([math.nan, math.nan]), torch.tensor([math.nan, 1.0]))
+    assert d.tolist() == [0.0, math.inf]
+
+
+def test_identical_tensors_match():
+    x = torch.randn(100)
+    assert judge(x, x.clone())[0].verdict is Verdict.MATCH
+
+
+def test_one_ulp_is_benign_by_default_and_divergent_when_strict():
+    x = torch.randn(64, dtype=torch.float64).float()
+    y = x.clone()
+    y[3] = torch.nextafter(y[3], torch.tensor(math.inf))
+    ref = x.double()
+    default, metrics, _ = judge(x, y, ref)
+    assert (default.verdict, metrics.max_ulp, metrics.mismatches) == (Verdict.BENIGN, 1.0, 1)
+    assert judge(x, y, ref, strict=True)[0].verdict is Verdict.DIVERGENT
+
+
+def test_allclose_blind_signed_zero_is_divergent():
+    j, m, _ = judge(torch.tensor([0.0, 1.0]), torch.tensor([-0.0, 1.0]), torch.tensor([0.0, 1.0], dtype=torch.float64))
+    assert (j.verdict, j.symptoms, m.signed_zero_mismatches) == (Verdict.DIVERGENT, (Symptom.SIGNED_ZERO,), 1)
+
+
+def test_new_nan_is_divergent_even_without_reference():
+    j, m, _ = judge(torch.tensor([1.0, 2.0]), torch.tensor([1.0, math.nan]))
+    assert (j.verdict, m.nan_mismatches, m.worst_index) == (Verdict.DIVERGENT, 1, (1,))
+
+
+def test_inf_sign_flip_is_divergent():
+    assert judge(torch.tensor([math.inf]), torch.tensor([-math.inf]))[0].symptoms == (Symptom.INF,)
+
+
+def test_compiled_far_worse_than_eager_against_fp64_is_divergent():
+    ref = torch.randn(1000, dtype=torch.float64)
+    eager = ref.float()
+    compiled = (ref * (1 + 1e-3)).float()
+    j, _, _ = judge(eager, compiled, ref)
+    assert j.verdict is Verdict.DIVERGENT and "further from fp64" in j.explanation
+
+
+def test_compiled_as_close_to_fp64_as_eager_is_benign():
+    ref = torch.randn(1000, dtype=torch.float64)
+    noise = torch.randn(1000, dtype=torch.float64) * 1e-7
+    eager, compiled = (ref + noise).float(), (ref - noise).float()
+    assert judge(eager, compiled, ref)[0].verdict is Verdict.BENIGN
+
+
+def test_integer_difference_is_divergent():
+    j, m, _ = judge(torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4]))
+    assert (j.verdict, m.max_abs) == (Verdict.DIVERGENT, 1.0)
+
+
+def test_without_reference_tolerance_decides():
+    x = torch.randn(10) + 3.0
+    assert judge(x, x * (1 + 5e-7))[0].verdict is Verdict.BENIGN
+    assert judge(x, x + 1.0)[0].verdict is Verdict.DIVERGENT
+
+
+def test_bfloat16_arrays_are_stored_exactly_as_float32():
+    x = torch.randn(8).bfloat16()
+    _, _, arrays = judge(x, x.clone())
+    assert arrays["eager"].dtype.name == "float32" and torch.equal(torch.from_numpy(arrays["eager"]).bfloat16(), x)
+
+
+def test_complex_values_are_compared_as_pairs():
+    z = torch.randn(4, dtype=torch.complex64)
+    w = z.clone()
+    w[1] = w[1] + 1j
+    j, m, _ = judge(z, w)
+    assert (j.verdict, m.mismatches) == (Verdict.DIVERGENT, 1)
