@@ -271,12 +271,18 @@ def _resummarize_worst_seed(seeds: list[SeedOutcome], leaves: list[LeafResult]) 
 
 
 def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]) -> bool:
+    """Value drift that a low-precision round trip could explain gets a second compile with emulation on.
+
+    Any value-divergent leaf qualifies (a program may cast to bf16 internally and return fp32); a benign
+    one only where low precision is visible, since fp32 reassociation is the usual cause there.
+    """
     if not options.recheck_precision_casts or options.inductor_config.get("emulate_precision_casts"):
         return False
     if options.backend not in (None, "inductor"):
         return False
     low = options.dtype is not None or any(o.low_precision for _, calls in outcomes for o in calls)
-    return low and any(l.verdict in (Verdict.BENIGN, Verdict.DIVERGENT) and not l.structural for l in leaves)
+    value_leaves = [l for l in leaves if not l.structural]
+    return any(l.verdict is Verdict.DIVERGENT for l in value_leaves) or (low and any(l.verdict is Verdict.BENIGN for l in value_leaves))
 
 
 def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutcome], notes: list[str]) -> list[LeafResult]:
@@ -286,7 +292,6 @@ def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutc
 
     worst_seed = max(seeds, key=lambda s: s.verdict.severity).seed
     settings = run.settings()
-    settings.fp64_reference = False  # the first pass already judged accuracy; this one asks only "does it vanish"
     run.emit("precision-cast recheck")
     torch._dynamo.reset()
     try:
@@ -308,10 +313,11 @@ def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutc
         )
         if fixed:
             assert again is not None
-            outcome = "bit-identical" if again.verdict is Verdict.MATCH else "benign"
+            outcome = "bit-identical" if again.verdict is Verdict.MATCH else f"benign ({again.explanation})"
+            cast = f"a {leaf.dtype}" if leaf.dtype in ("bfloat16", "float16") else "an internal bf16/fp16"
             why = (
                 f"{leaf.explanation.split(';')[0]}; with emulate_precision_casts=True it is {outcome}: "
-                f"Inductor skipped a low-precision ({leaf.dtype}) round trip that eager performs"
+                f"Inductor skipped {cast} round trip that eager performs"
             )
             leaf = dataclasses.replace(leaf, verdict=Verdict.PRECISION_CAST, explanation=why)
         updated.append(leaf)
