@@ -1,0 +1,41 @@
+"""The minimizer's own passes: small, syntax-aware functions that each propose one kind of smaller program.
+
+A pass is `(Problem) -> None`; it proposes candidates through the Problem, which adopts only strictly
+smaller, still-interesting ones. `SOURCE_PASSES` is the default order: structure first (cheap, large
+wins), then expressions, then literals. The graph path (`minimizer.graph.graph_rewrite`) is prepended
+by the pipeline when the oracle can supply the candidate's Dynamo graph.
+"""
+
+from minimizer.passes.calls import drop_keyword_arguments, inline_modules, replace_with_operand
+from minimizer.passes.constants import shorten_floats, shrink_integers, shrink_sequences, simplify_dtypes
+from minimizer.passes.statements import delete_statements, drop_parameters, lift_branches, remove_unused_imports
+from minimizer.reducer import ReductionPass
+
+SOURCE_PASSES: list[ReductionPass] = [
+    delete_statements,
+    inline_modules,
+    lift_branches,
+    drop_parameters,
+    remove_unused_imports,
+    replace_with_operand,
+    drop_keyword_arguments,
+    shrink_sequences,
+    shrink_integers,
+    simplify_dtypes,
+    shorten_floats,
+]
+
+__all__ = [
+    "SOURCE_PASSES",
+    "delete_statements",
+    "drop_keyword_arguments",
+    "drop_parameters",
+    "inline_modules",
+    "lift_branches",
+    "remove_unused_imports",
+    "replace_with_operand",
+    "shorten_floats",
+    "shrink_integers",
+    "shrink_sequences",
+    "simplify_dtypes",
+]

@@ -1,0 +1,124 @@
+"""Passes over expressions: replace a call or an operator by an operand, drop keywords, inline modules.
+
+Like every pass, these only propose variants; the reducer adopts one only when it is strictly smaller
+and the oracle still sees the same divergence.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from minimizer.reducer import Problem, sweep
+from minimizer.syntax import fresh, nodes_of, replace_node, unparse
+
+_OPERATIONS = (ast.Call, ast.BinOp, ast.UnaryOp)
+
+
+def _operands(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.Call):
+        receiver = [node.func.value] if isinstance(node.func, ast.Attribute) and not _is_module_path(node.func.value) else []
+        return receiver + [a for a in node.args if not isinstance(a, ast.Starred)] + [k.value for k in node.keywords if k.arg]
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    return []
+
+
+def _is_module_path(node: ast.expr) -> bool:
+    # `torch.nn.functional` in `torch.nn.functional.gelu(x)` is a namespace, not a tensor receiver
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in {"torch", "F", "nn", "math", "np", "numpy", "operator"}
+
+
+def replace_with_operand(problem: Problem) -> None:
+    """Replace a call or an arithmetic operation by one of its operands (a method call also by its receiver).
+
+    `torch.add(v, torch.zeros_like(v))` can become `v`; an op the divergence does not need disappears.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        ops = nodes_of(fresh(source), _OPERATIONS)
+        if i >= len(ops):
+            return None
+        out = []
+        for k in range(len(_operands(ops[i]))):
+            tree = fresh(source)
+            node = nodes_of(tree, _OPERATIONS)[i]
+            replace_node(tree, node, _operands(node)[k])
+            out.append(unparse(tree))
+        return out
+
+    sweep(problem, at)
+
+
+def drop_keyword_arguments(problem: Problem) -> None:
+    """Remove one keyword argument from one call, so that the repro shows only the arguments that matter.
+
+    Defaults such as `dtype=`, `alpha=` or `keepdim=` often do not change the divergence.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        keywords = [(c, k) for c in nodes_of(fresh(source), ast.Call) for k in range(len(c.keywords))]
+        if i >= len(keywords):
+            return None
+        tree = fresh(source)
+        call, k = [(c, k) for c in nodes_of(tree, ast.Call) for k in range(len(c.keywords))][i]
+        del call.keywords[k]
+        return [unparse(tree)]
+
+    sweep(problem, at)
+
+
+def _inlinable(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    """The forward of a module class whose instances carry no state: only forward and a trivial __init__."""
+    forward = None
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "forward":
+            forward = stmt
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+            if any(not _is_super_init(s) for s in stmt.body):
+                return None
+        elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            return None
+    if forward is None or not forward.args.args:
+        return None
+    self_name = forward.args.args[0].arg
+    if any(isinstance(n, ast.Name) and n.id == self_name for s in forward.body for n in ast.walk(s)):
+        return None
+    return forward
+
+
+def _is_super_init(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Pass) or (
+        isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "__init__"
+    )
+
+
+def inline_modules(problem: Problem) -> None:
+    """Turn a stateless nn.Module class into a plain function of the same name, and `Cls()` into `Cls`.
+
+    `fn = BugModule()` and `torch.compile(BugModule())(x)` keep working, with one class and one method less.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        classes = nodes_of(fresh(source), ast.ClassDef)
+        if i >= len(classes):
+            return None
+        tree = fresh(source)
+        cls = nodes_of(tree, ast.ClassDef)[i]
+        forward = _inlinable(cls)
+        if forward is None:
+            return []
+        function = copy.deepcopy(forward)
+        function.name = cls.name
+        function.args.args = function.args.args[1:]
+        replace_node(tree, cls, function)
+        for call in nodes_of(tree, ast.Call):
+            if isinstance(call.func, ast.Name) and call.func.id == cls.name and not call.args and not call.keywords:
+                replace_node(tree, call, ast.Name(cls.name, ast.Load()))
+        return [unparse(tree)]
+
+    sweep(problem, at)

@@ -1,0 +1,122 @@
+"""Passes over literals: shrink shapes and integers, shorten sequences and floats, simplify dtypes.
+
+Every variant is proposed, never forced: the reducer keeps it only when it is strictly smaller (fewer
+tokens or characters) and the oracle still reports the same divergence.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from minimizer.reducer import Problem, sweep
+from minimizer.syntax import fresh, nodes_of, replace_node, unparse
+
+_DTYPES = {"float64", "double", "float16", "half", "bfloat16", "float32", "complex64", "complex128"}
+
+
+def _ints(tree: ast.AST) -> list[ast.Constant]:
+    return [n for n in nodes_of(tree, ast.Constant) if type(n.value) is int and abs(n.value) > 1]
+
+
+def _floats(tree: ast.AST) -> list[ast.Constant]:
+    return [n for n in nodes_of(tree, ast.Constant) if type(n.value) is float and n.value == n.value and abs(n.value) != float("inf")]
+
+
+def _set_constant(source: str, select: "type[int] | type[float]", i: int, value: object) -> str:
+    tree = fresh(source)
+    nodes = _ints(tree) if select is int else _floats(tree)
+    nodes[i].value = value
+    return unparse(tree)
+
+
+def shrink_integers(problem: Problem) -> None:
+    """Shrink an integer literal (a shape, a size, a repeat count) to 1, to half, or by one.
+
+    Smaller tensors compile and run faster and make the repro's numbers readable.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        ints = _ints(fresh(source))
+        if i >= len(ints):
+            return None
+        v = ints[i].value
+        sign = -1 if v < 0 else 1
+        targets = dict.fromkeys(sign * t for t in (1, abs(v) // 2, abs(v) - 1) if 0 < t < abs(v))
+        return [_set_constant(source, int, i, t) for t in targets]
+
+    sweep(problem, at)
+
+
+def shorten_floats(problem: Problem) -> None:
+    """Round a float literal to one, two or three significant digits.
+
+    `0.30000001` becomes `0.3` where the divergence does not hang on the last digits.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        floats = _floats(fresh(source))
+        if i >= len(floats):
+            return None
+        v = floats[i].value
+        targets = dict.fromkeys(float(f"{v:.{d}g}") for d in (1, 2, 3))
+        return [_set_constant(source, float, i, t) for t in targets if t != v and len(repr(t)) < len(repr(v))]
+
+    sweep(problem, at)
+
+
+def _sequences(tree: ast.AST) -> list[ast.List | ast.Tuple]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.List, ast.Tuple)) and isinstance(n.ctx, ast.Load) and n.elts]
+
+
+def shrink_sequences(problem: Problem) -> None:
+    """Delete elements of a list or tuple literal (halves first, then single ones); unwrap a one-element one.
+
+    It shortens input values (`torch.tensor([...])`), drops outputs from a returned tuple, and so on.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        seqs = _sequences(fresh(source))
+        if i >= len(seqs):
+            return None
+        n = len(seqs[i].elts)
+        chunks = []
+        size = n // 2 if n > 1 else 1
+        while size >= 1:
+            chunks.extend((start, size) for start in range(0, n, size))
+            size //= 2
+        out = []
+        if n == 1:
+            tree = fresh(source)
+            seq = _sequences(tree)[i]
+            replace_node(tree, seq, seq.elts[0])
+            out.append(unparse(tree))
+        for start, size in dict.fromkeys(chunks):
+            tree = fresh(source)
+            del _sequences(tree)[i].elts[start : start + size]
+            out.append(unparse(tree))
+        return out
+
+    sweep(problem, at)
+
+
+def simplify_dtypes(problem: Problem) -> None:
+    """Replace a `torch.<dtype>` by `torch.float`, the default float32.
+
+    A divergence that survives in float32 needs no half, bfloat16 or double in its repro.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        def dtype_nodes(tree: ast.AST) -> list[ast.Attribute]:
+            return [
+                n for n in nodes_of(tree, ast.Attribute)
+                if n.attr in _DTYPES and isinstance(n.value, ast.Name) and n.value.id == "torch"
+            ]
+
+        found = dtype_nodes(fresh(source))
+        if i >= len(found):
+            return None
+        tree = fresh(source)
+        dtype_nodes(tree)[i].attr = "float"
+        return [unparse(tree)]
+
+    sweep(problem, at)

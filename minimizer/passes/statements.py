@@ -1,0 +1,152 @@
+"""Passes over statements: delete them, unwrap their blocks, drop unused imports and parameters.
+
+Each pass proposes variants of `problem.current` via `sweep`, so it keeps the reducer's invariants:
+only strictly smaller, interesting candidates are adopted, and every site is revisited after a change.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from minimizer.reducer import Problem, sweep
+from minimizer.syntax import blocks, fresh, nodes_of, unparse, used_names
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
+
+
+def _chunk_sites(tree: ast.Module) -> list[tuple[int, int, int]]:
+    """(block, start, size) for every block, large chunks first: ddmin's granularity schedule."""
+    sites: list[tuple[int, int, int]] = []
+    for b, block in enumerate(blocks(tree)):
+        n = len(block)
+        size = n
+        while size >= 1:
+            sites.extend((b, start, size) for start in range(0, n, size))
+            size //= 2
+    sites.sort(key=lambda s: -s[2])
+    return sites
+
+
+def delete_statements(problem: Problem) -> None:
+    """Delete runs of consecutive statements in every block, whole blocks first, then halves, down to one.
+
+    This is ddmin over each statement list: it removes dead helpers, unrelated layers and prints.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        tree = fresh(source)
+        sites = _chunk_sites(tree)
+        if i >= len(sites):
+            return None
+        b, start, size = sites[i]
+        del blocks(tree)[b][start : start + size]
+        return [unparse(tree)]
+
+    sweep(problem, at)
+
+
+def lift_branches(problem: Problem) -> None:
+    """Replace an if/for/while/with/try statement by its body (an if also by its else branch).
+
+    It flattens control flow that the divergence does not depend on, leaving straight-line code.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        compound = nodes_of(fresh(source), _COMPOUND)
+        if i >= len(compound):
+            return None
+        out = []
+        for field in ("body", "orelse"):
+            tree = fresh(source)
+            node = nodes_of(tree, _COMPOUND)[i]
+            replacement = getattr(node, field, None)
+            if not replacement:
+                continue
+            for block in blocks(tree):
+                for k, stmt in enumerate(block):
+                    if stmt is node:
+                        block[k : k + 1] = replacement
+            out.append(unparse(tree))
+        return out
+
+    sweep(problem, at)
+
+
+def remove_unused_imports(problem: Problem) -> None:
+    """Drop imported names that nothing reads, one alias at a time.
+
+    Deleting whole statements cannot split `import a, b`; this pass can, and it tries only unused names.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        tree = fresh(source)
+        used = used_names(tree)
+        imports: list[ast.Import | ast.ImportFrom] = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        aliases = [(imp, a) for imp in imports for a in imp.names]
+        if i >= len(aliases):
+            return None
+        imp, alias = aliases[i]
+        if (alias.asname or alias.name).split(".")[0] in used:
+            return []
+        imp.names.remove(alias)
+        if not imp.names:
+            for block in blocks(tree):
+                if imp in block:
+                    block.remove(imp)
+        return [unparse(tree)]
+
+    sweep(problem, at)
+
+
+def _entry_function(tree: ast.Module) -> ast.FunctionDef | None:
+    """The function the engine calls: `def fn`, or the forward of the class instantiated as `fn` or named Model."""
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "fn":
+            return stmt
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "fn" for t in stmt.targets):
+            call = stmt.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in classes:
+                return _forward(classes[call.func.id])
+    return _forward(classes["Model"]) if "Model" in classes else None
+
+
+def _forward(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+
+
+def _input_tuples(tree: ast.Module) -> list[ast.Tuple | ast.List]:
+    """The literal argument tuples: `inputs = (...)`, and what `def inputs`/`def get_inputs` return."""
+    found: list[ast.Tuple | ast.List] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "inputs" for t in stmt.targets):
+            if isinstance(stmt.value, (ast.Tuple, ast.List)):
+                found.append(stmt.value)
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in ("inputs", "get_inputs"):
+            found.extend(r.value for r in nodes_of(stmt, ast.Return) if isinstance(r.value, (ast.Tuple, ast.List)))
+    return found
+
+
+def drop_parameters(problem: Problem) -> None:
+    """Remove one parameter of the entry function together with the matching element of its inputs.
+
+    Inputs that the divergence does not need go, and so does the code that built them once it is dead.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        tree = fresh(source)
+        entry = _entry_function(tree)
+        if entry is None:
+            return None
+        params = [a for a in entry.args.args if a.arg != "self"]
+        if i >= len(params):
+            return None
+        tuples = _input_tuples(tree)
+        if not tuples or any(len(t.elts) != len(params) for t in tuples):
+            return []
+        entry.args.args.remove(params[i])
+        for t in tuples:
+            del t.elts[i]
+        return [unparse(tree)]
+
+    sweep(problem, at)

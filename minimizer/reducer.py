@@ -1,0 +1,238 @@
+"""The reduction loop: the current best candidate, the oracle that guards it, and the passes run to a fixpoint.
+
+A pass is a plain function `(Problem) -> None` that proposes smaller variants of `problem.current`
+through `problem.first(...)`. The Problem keeps the invariants: a candidate is adopted only if it is
+strictly smaller under `sort_key` and interesting; every candidate is hashed and tested at most once;
+static non-starters never reach the oracle; the best candidate is checkpointed, so a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
+
+from minimizer.size import count_tokens, sort_key
+from minimizer.syntax import canonical, statically_plausible
+
+
+class Oracle(Protocol):
+    """Decides whether candidates are still interesting; may test up to `parallelism` of them at once."""
+
+    parallelism: int
+
+    def test_many(self, candidates: Sequence[str]) -> list[bool]: ...
+
+
+class PredicateOracle:
+    """An in-process predicate as an oracle: for the pass tests and for anything cheap and pure."""
+
+    parallelism = 1
+
+    def __init__(self, predicate: Callable[[str], bool]) -> None:
+        self.predicate = predicate
+
+    def test_many(self, candidates: Sequence[str]) -> list[bool]:
+        return [bool(self.predicate(c)) for c in candidates]
+
+
+class BudgetExhausted(Exception):
+    """The time budget ran out; the best candidate so far stands."""
+
+
+@dataclass(frozen=True)
+class ReduceProgress:
+    pass_name: str
+    candidates_tried: int  # every candidate considered, duplicates and static rejects included
+    oracle_calls: int
+    current_tokens: int  # the candidate tested last
+    best_tokens: int
+    initial_tokens: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class ReduceStats:
+    candidates_tried: int
+    duplicates: int
+    static_rejects: int
+    oracle_calls: int
+    accepted: int
+    elapsed_s: float
+    budget_exhausted: bool
+
+
+def digest(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:20]
+
+
+class Problem:
+    """The best candidate so far and the bookkeeping that keeps every test unique and every step smaller."""
+
+    def __init__(
+        self,
+        initial: str,
+        oracle: Oracle,
+        on_progress: Callable[[ReduceProgress], None] | None = None,
+        deadline: float | None = None,
+        checkpoint: Path | None = None,
+        rejected: Iterable[str] = (),
+    ) -> None:
+        self.current = initial
+        self.initial_tokens = count_tokens(initial)
+        self.oracle = oracle
+        self.on_progress = on_progress
+        self.deadline = deadline
+        self.checkpoint = checkpoint
+        self.pass_name = "start"
+        self.known: dict[str, bool] = {h: False for h in rejected}
+        self.known[digest(initial)] = True
+        self.tried = self.duplicates = self.static_rejects = self.calls = self.accepted = 0
+        self.last_tested_tokens = self.initial_tokens
+        self.started = time.monotonic()
+
+    # -- the one entry point passes use --
+    def first(self, candidates: Iterable[str]) -> str | None:
+        """Test candidates in order (in parallel batches) and adopt the first interesting one; None if none is."""
+        it: Iterator[str] = iter(candidates)
+        while True:
+            batch = self._next_batch(it)
+            if not batch:
+                return None
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise BudgetExhausted()
+            verdicts = self.oracle.test_many(batch)
+            self.calls += len(batch)
+            self.last_tested_tokens = count_tokens(batch[-1])
+            for candidate, ok in zip(batch, verdicts):
+                self.known[digest(candidate)] = ok
+            self._report()
+            for candidate, ok in zip(batch, verdicts):
+                if ok and sort_key(candidate) < sort_key(self.current):
+                    self._adopt(candidate)
+                    return candidate
+
+    def test(self, candidate: str) -> bool:
+        return self.first([candidate]) is not None
+
+    def _next_batch(self, it: Iterator[str]) -> list[str]:
+        batch: list[str] = []
+        seen: set[str] = set()
+        key = sort_key(self.current)
+        for raw in it:
+            candidate = canonical(raw)
+            self.tried += 1
+            h = digest(candidate)
+            if h in self.known or h in seen or sort_key(candidate) >= key:
+                self.duplicates += 1
+                continue
+            if not statically_plausible(candidate):
+                self.static_rejects += 1
+                self.known[h] = False
+                continue
+            seen.add(h)
+            batch.append(candidate)
+            if len(batch) >= self.oracle.parallelism:
+                break
+        return batch
+
+    def _adopt(self, candidate: str) -> None:
+        self.current = candidate
+        self.accepted += 1
+        if self.checkpoint is not None:
+            save_checkpoint(self.checkpoint, candidate, [h for h, ok in self.known.items() if not ok])
+        self._report()
+
+    def _report(self) -> None:
+        if self.on_progress is None:
+            return
+        best = count_tokens(self.current)
+        try:
+            self.on_progress(ReduceProgress(self.pass_name, self.tried, self.calls, self.last_tested_tokens, best, self.initial_tokens, time.monotonic() - self.started))
+        except Exception:  # a broken progress display must not end a long reduction
+            pass
+
+    def stats(self, budget_exhausted: bool = False) -> ReduceStats:
+        return ReduceStats(self.tried, self.duplicates, self.static_rejects, self.calls, self.accepted, time.monotonic() - self.started, budget_exhausted)
+
+
+ReductionPass = Callable[[Problem], None]
+
+
+def sweep(problem: Problem, candidates_at: Callable[[str, int], list[str] | None]) -> None:
+    """Walk the sites of the current candidate in order; after an adoption, carry on from the same site.
+
+    `candidates_at(source, i)` lists the variants at site i, or None past the last site. Sites are
+    enumerated lazily, so the oracle can test variants of consecutive sites in one parallel batch.
+    """
+    start = 0
+    while True:
+        source = problem.current
+        hits: dict[str, int] = {}
+
+        def variants(source: str = source, start: int = start) -> Iterator[str]:
+            i = start
+            while (found := candidates_at(source, i)) is not None:
+                for candidate in found:
+                    hits.setdefault(canonical(candidate), i)
+                    yield candidate
+                i += 1
+
+        adopted = problem.first(variants())
+        if adopted is None:
+            return
+        start = hits.get(adopted, start)
+
+
+class Reducer:
+    """Runs passes round after round until a whole round adopts nothing, or the budget runs out."""
+
+    def __init__(self, passes: Sequence[ReductionPass], max_rounds: int = 20) -> None:
+        self.passes = list(passes)
+        self.max_rounds = max_rounds
+
+    def run(self, problem: Problem) -> ReduceStats:
+        try:
+            for _ in range(self.max_rounds):
+                before = problem.current
+                for reduction_pass in self.passes:
+                    problem.pass_name = getattr(reduction_pass, "__name__", "pass")
+                    reduction_pass(problem)
+                if problem.current == before:
+                    break
+        except BudgetExhausted:
+            return problem.stats(budget_exhausted=True)
+        return problem.stats()
+
+
+def reduce_with(passes: Sequence[ReductionPass], source: str, predicate: Callable[[str], bool]) -> str:
+    """Reduce `source` with `passes` under a pure predicate; the tests' one-line entry point."""
+    problem = Problem(canonical(source), PredicateOracle(predicate))
+    Reducer(passes).run(problem)
+    return problem.current
+
+
+# -- checkpoint: the best candidate and the hashes known to be uninteresting --
+CHECKPOINT_BEST = "best.py"
+CHECKPOINT_STATE = "state.json"
+
+
+def save_checkpoint(directory: Path, best: str, rejected: Sequence[str]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in ((CHECKPOINT_BEST, best), (CHECKPOINT_STATE, json.dumps({"rejected": list(rejected)}))):
+        tmp = directory / (name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(directory / name)  # atomic: an interrupt never leaves half a checkpoint
+
+
+def load_checkpoint(directory: Path) -> tuple[str | None, list[str]]:
+    best_path, state_path = directory / CHECKPOINT_BEST, directory / CHECKPOINT_STATE
+    best = best_path.read_text() if best_path.exists() else None
+    try:
+        rejected = list(json.loads(state_path.read_text()).get("rejected", []))
+    except (OSError, ValueError):
+        rejected = []
+    return best, rejected

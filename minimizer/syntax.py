@@ -1,0 +1,111 @@
+"""AST helpers shared by the passes: canonical form, node sites, cheap static validity.
+
+Every candidate a pass proposes goes through `canonical` (parse + `ast.unparse`), so two spellings of
+one program are one candidate. `statically_plausible` rejects, without running anything, candidates
+that cannot work: syntax errors and names that nothing in the module defines.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Callable, TypeVar, cast
+
+N = TypeVar("N", bound=ast.AST)
+
+_BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__"}
+STATEMENT_FIELDS = ("body", "orelse", "finalbody")
+
+
+def parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def canonical(source: str) -> str:
+    """The source as `ast.unparse` writes it (comments and formatting dropped); unchanged if it does not parse."""
+    tree = parse(source)
+    return source if tree is None else unparse(tree)
+
+
+def unparse(tree: ast.AST) -> str:
+    _fill_empty_bodies(tree)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _fill_empty_bodies(tree: ast.AST) -> None:
+    # deleting every statement of a block leaves it empty, which is not Python; `pass` keeps it valid
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module):
+            continue
+        for name in ("body", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and not block and (name == "body" or isinstance(node, ast.Try) and not node.handlers):
+                block.append(ast.Pass())
+
+
+def defined_names(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+    return names
+
+
+def used_names(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def statically_plausible(source: str) -> bool:
+    """False for a candidate that cannot run: it does not parse, or it reads a name nothing defines."""
+    tree = parse(source)
+    if tree is None:
+        return False
+    return used_names(tree) <= defined_names(tree) | _BUILTINS
+
+
+def nodes_of(tree: ast.AST, kind: type[N] | tuple[type[ast.AST], ...], where: Callable[[ast.AST], bool] = lambda n: True) -> list[N]:
+    """Nodes of a kind in a fixed order (breadth first), so index k names the same site in equal trees."""
+    return cast("list[N]", [n for n in ast.walk(tree) if isinstance(n, kind) and where(n)])
+
+
+def blocks(tree: ast.AST) -> list[list[ast.stmt]]:
+    """Every statement list (module, function, class, branch and loop bodies), outermost first."""
+    found: list[list[ast.stmt]] = []
+    for node in ast.walk(tree):
+        for name in STATEMENT_FIELDS:
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                found.append(block)
+    return found
+
+
+def replace_node(tree: ast.AST, target: ast.AST, new: ast.AST) -> ast.AST:
+    """Put `new` where `target` is (by identity) and return the tree."""
+
+    class Swap(ast.NodeTransformer):
+        def visit(self, node: ast.AST) -> ast.AST:
+            if node is target:
+                return new
+            return self.generic_visit(node)
+
+    return Swap().visit(tree)
+
+
+def fresh(source: str) -> ast.Module:
+    tree = parse(source)
+    if tree is None:
+        raise ValueError("a pass was handed source that does not parse")
+    return tree

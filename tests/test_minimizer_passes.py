@@ -1,0 +1,110 @@
+"""One-line behavioural tests of each minimizer pass under cheap pure-Python predicates (nothing compiles)."""
+
+from __future__ import annotations
+
+from minimizer.passes import (
+    SOURCE_PASSES,
+    delete_statements,
+    drop_keyword_arguments,
+    drop_parameters,
+    inline_modules,
+    lift_branches,
+    remove_unused_imports,
+    replace_with_operand,
+    shorten_floats,
+    shrink_integers,
+    shrink_sequences,
+    simplify_dtypes,
+)
+from minimizer.reducer import Problem, PredicateOracle, Reducer, reduce_with
+from minimizer.syntax import canonical
+
+
+def test_delete_statements_keeps_only_what_the_predicate_needs() -> None:
+    assert reduce_with([delete_statements], "a = 1\nb = 2\nc = 3\nprint(b)\n", lambda s: "print(b)" in s) == "b = 2\nprint(b)\n"
+
+
+def test_delete_statements_reaches_into_function_bodies() -> None:
+    assert reduce_with([delete_statements], "def f():\n    x = 1\n    y = 2\n    return y\n", lambda s: "return y" in s) == "def f():\n    y = 2\n    return y\n"
+
+
+def test_lift_branches_keeps_the_taken_branch() -> None:
+    assert reduce_with([lift_branches], "if flag:\n    x = 1\nelse:\n    x = 2\n", lambda s: "x = 2" in s) == "x = 2\n"
+
+
+def test_remove_unused_imports_splits_import_lists() -> None:
+    assert reduce_with([remove_unused_imports], "import os, torch\ntorch.ones(1)\n", lambda s: "torch.ones" in s) == "import torch\ntorch.ones(1)\n"
+
+
+def test_drop_parameters_removes_the_matching_input() -> None:
+    source = "import torch\ndef fn(a, b):\n    return a\n\ndef inputs():\n    return (torch.ones(2), torch.zeros(3))\n"
+    assert "zeros" not in reduce_with([drop_parameters], source, lambda s: "return a" in s and "ones" in s)
+
+
+def test_replace_with_operand_drops_a_needless_call() -> None:
+    assert reduce_with([replace_with_operand], "import torch\nv = 1\ny = torch.add(v, torch.zeros_like(v))\n", lambda s: "v = 1" in s and "y" in s) == "import torch\nv = 1\ny = v\n"
+
+
+def test_replace_with_operand_drops_a_method_call_to_its_receiver() -> None:
+    assert reduce_with([replace_with_operand], "x = 1\ny = x.half().relu()\n", lambda s: "relu" in s) == "x = 1\ny = x.relu()\n"
+
+
+def test_drop_keyword_arguments_keeps_the_one_that_matters() -> None:
+    assert reduce_with([drop_keyword_arguments], "print(1, sep=\"\", end=\"\")\n", lambda s: "end" in s) == "print(1, end='')\n"
+
+
+def test_inline_modules_turns_a_stateless_module_into_a_function() -> None:
+    source = "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def forward(self, x):\n        return x.relu()\nfn = M()\n"
+    assert reduce_with([inline_modules], source, lambda s: "relu" in s and "fn = M" in s) == "import torch.nn as nn\n\ndef M(x):\n    return x.relu()\nfn = M\n"
+
+
+def test_inline_modules_leaves_stateful_modules_alone() -> None:
+    source = "import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n        return self.w * x\nfn = M()\n"
+    assert reduce_with([inline_modules], source, lambda s: True) == canonical(source)
+
+
+def test_shrink_integers_shrinks_a_shape_as_far_as_allowed() -> None:
+    assert reduce_with([shrink_integers], "import torch\nx = torch.randn(64, 8)\n", lambda s: "8)" in s) == "import torch\nx = torch.randn(1, 8)\n"
+
+
+def test_shrink_integers_stops_where_the_predicate_does() -> None:
+    assert reduce_with([shrink_integers], "import torch\nx = torch.randn(64)\n", lambda s: int(s.split("(")[1].split(")")[0]) >= 5) == "import torch\nx = torch.randn(5)\n"
+
+
+def test_shrink_sequences_deletes_list_elements() -> None:
+    assert reduce_with([shrink_sequences], "x = [1, 2, 3, 4, 5]\n", lambda s: "3" in s) == "x = 3\n"
+
+
+def test_shrink_sequences_unwraps_a_one_element_tuple() -> None:
+    assert reduce_with([shrink_sequences], "def f(a, b):\n    return (a, b)\n", lambda s: "a" in s.split("return")[1]) == "def f(a, b):\n    return a\n"
+
+
+def test_simplify_dtypes_prefers_float32() -> None:
+    assert reduce_with([simplify_dtypes], "import torch\nx = torch.ones(2, dtype=torch.float64)\n", lambda s: "dtype" in s) == "import torch\nx = torch.ones(2, dtype=torch.float)\n"
+
+
+def test_shorten_floats_rounds_needless_digits() -> None:
+    assert reduce_with([shorten_floats], "x = 0.30000001\n", lambda s: "0.3" in s) == "x = 0.3\n"
+
+
+def test_all_passes_together_reach_a_small_program() -> None:
+    source = (
+        "import os\nimport torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x, unused):\n"
+        "        if True:\n            y = torch.add(x, torch.zeros_like(x))\n        z = y.floor_divide(0.1)\n        return (z,)\n\n"
+        "fn = Net()\n\ndef inputs():\n    return (torch.randn(64, 32), torch.ones(3))\n"
+    )
+    reduced = reduce_with(SOURCE_PASSES, source, lambda s: "floor_divide" in s and "inputs" in s and "fn" in s)
+    assert len(reduced) < len(source) / 2 and "zeros_like" not in reduced and "os" not in reduced
+
+
+def test_a_candidate_is_never_tested_twice() -> None:
+    seen: list[str] = []
+    problem = Problem("a = 1\nb = 2\nprint(b)\n", PredicateOracle(lambda s: seen.append(s) is None and "print(b)" in s))
+    Reducer(SOURCE_PASSES).run(problem)
+    assert len(seen) == len(set(seen))
+
+
+def test_candidates_that_read_undefined_names_never_reach_the_predicate() -> None:
+    seen: list[str] = []
+    reduce_with([delete_statements], "import torch\nx = torch.ones(1)\nprint(x)\n", lambda s: seen.append(s) is None and "print" in s)
+    assert all("torch.ones" not in s or "import torch" in s for s in seen)
