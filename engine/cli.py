@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-fp64", dest="fp64", action="store_false", help="skip the fp64 reference run")
     check.add_argument("--no-precision-recheck", dest="recheck", action="store_false", help="do not re-check low-precision drift with emulate_precision_casts")
     check.add_argument("--factor", type=float, default=CheckOptions.benign_factor, help="how much further from fp64 than eager compiled may be and stay benign (default %(default)s)")
+    check.add_argument("--noise-ulps", type=float, default=CheckOptions.noise_ulps, help="...plus this many ULPs of the output's magnitude (default %(default)s)")
     check.add_argument("--timeout", type=float, default=CheckOptions.timeout_s, help="wall-time limit in seconds (default %(default)s)")
     check.add_argument("--memory-mb", type=int, default=CheckOptions.memory_limit_mb, help="memory limit (default %(default)s)")
     check.add_argument("--json", type=Path, metavar="OUT", help="write the result as JSON (arrays beside it as OUT's stem + .npz)")
@@ -54,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser("show", help="print a stored run again, without running anything")
     show.add_argument("run_dir", type=Path)
+
+    from minimizer.cli import add_arguments as add_minimize_arguments  # light: imports no torch
+
+    add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
+
+    serve = sub.add_parser("serve", help="start the web app (Streamlit), bound to 127.0.0.1 unless told otherwise")
+    serve.add_argument("--address", help="interface to listen on (default: $STREAMLIT_SERVER_ADDRESS, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default: $STREAMLIT_SERVER_PORT, else 8501)")
+    serve.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="further `streamlit run` options, e.g. --theme.base dark")
     return parser
 
 
@@ -78,6 +88,7 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
         fp64_reference=args.fp64,
         recheck_precision_casts=args.recheck,
         benign_factor=args.factor,
+        noise_ulps=args.noise_ulps,
         timeout_s=args.timeout,
         memory_limit_mb=args.memory_mb,
     )
@@ -119,6 +130,38 @@ def _check(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def serve_command(args: argparse.Namespace) -> list[str]:
+    """The `streamlit run` command line for the app; Streamlit's own STREAMLIT_* settings still apply."""
+    import os
+
+    app_main = Path(__file__).resolve().parent.parent / "app" / "main.py"
+    address = args.address or os.environ.get("STREAMLIT_SERVER_ADDRESS") or "127.0.0.1"
+    command = [sys.executable, "-m", "streamlit", "run", str(app_main), "--server.address", address]
+    if args.port is not None:
+        command += ["--server.port", str(args.port)]
+    if "STREAMLIT_SERVER_HEADLESS" not in os.environ:
+        command += ["--server.headless", "true"]  # no browser to open on a server; the URL is printed instead
+    if "STREAMLIT_BROWSER_GATHER_USAGE_STATS" not in os.environ:
+        command += ["--browser.gatherUsageStats", "false"]
+    return command + [a for a in args.streamlit_args if a != "--"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("streamlit") is None:
+        print("divergence: the web app needs streamlit and plotly: pip install -e .", file=sys.stderr)
+        return 2
+    command = serve_command(args)
+    address = command[command.index("--server.address") + 1]
+    port = args.port or os.environ.get("STREAMLIT_SERVER_PORT") or 8501
+    host = f"[{address}]" if ":" in address else address
+    print(f"Divergence Explorer: http://{host}:{port}", flush=True)
+    os.execv(command[0], command)  # Streamlit owns the process from here: signals reach it directly
+    return 0  # not reached
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check":
@@ -127,6 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("divergence: interrupted", file=sys.stderr)
             return 130
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "minimize":
+        from minimizer.cli import run as run_minimize
+
+        return run_minimize(args)
     if args.command == "show":
         from engine.report import render
 

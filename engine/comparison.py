@@ -46,6 +46,7 @@ class CallSettings:
 
     strict: bool
     factor: float
+    noise_ulps: float
     backward: bool
     fp64_reference: bool
     max_stored_elements: int
@@ -296,7 +297,7 @@ class _LeafBuilder:
             structural.append(Symptom.STRIDE)
             problems.append(f"strides {list(stride)} vs compiled {list(c_stride)}")
         metrics, arrays = compare_values(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
-        j = oracle.judge_values(metrics, strict=self.settings.strict, factor=self.settings.factor)
+        j = oracle.judge_values(metrics, strict=self.settings.strict, factor=self.settings.factor, noise_ulps=self.settings.noise_ulps)
         verdict, symptoms, explanation = j.verdict, j.symptoms, j.explanation
         if structural:
             verdict = Verdict.DIVERGENT

@@ -51,7 +51,7 @@ class _Run:
 
     def settings(self) -> CallSettings:
         o = self.options
-        return CallSettings(o.strict, o.benign_factor, o.backward, o.fp64_reference, o.max_stored_elements, self.emit)
+        return CallSettings(o.strict, o.benign_factor, o.noise_ulps, o.backward, o.fp64_reference, o.max_stored_elements, self.emit)
 
 
 def run_check(source: str, filename: str, options: CheckOptions, run_dir: Path, emit: Emit) -> CheckResult:

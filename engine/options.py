@@ -37,6 +37,8 @@ class CheckOptions:
     recheck_precision_casts: bool = True
     # compiled may be this many times further from the fp64 reference than eager and still be benign
     benign_factor: float = 2.0
+    # ...plus this many ULPs of the output's magnitude (RMS or max of the reference): summation-order noise
+    noise_ulps: float = 32.0
     timeout_s: float = 300.0
     memory_limit_mb: int = 8192
     max_stored_elements: int = 16 * 1024 * 1024
@@ -54,6 +56,8 @@ class CheckOptions:
             raise OptionsError("seeds must be at least 1")
         if self.benign_factor < 1.0:
             raise OptionsError("benign_factor must be at least 1")
+        if self.noise_ulps < 0:
+            raise OptionsError("noise_ulps must not be negative")
         if self.timeout_s <= 0 or self.memory_limit_mb <= 0:
             raise OptionsError("timeout_s and memory_limit_mb must be positive")
 

@@ -5,8 +5,10 @@ Invariants the rules keep:
 - Any structural difference (shape, dtype, stride, NaN/inf/signed-zero pattern, one-sided mutation,
   output structure) is `divergent`, in default and strict mode alike.
 - Finite value drift is judged three-way against an fp64 reference: compiled is `benign` while it is no
-  further from the reference than `factor` times eager's distance plus a one-ULP floor, both in RMS and in
-  the worst element. Reassociation noise moves both sides equally and stays benign.
+  further from the reference than `factor` times eager's distance plus a noise floor of `noise_ulps` ULPs
+  of the output's magnitude, both in RMS and in the worst element. Reassociation noise stays benign: a
+  different summation order (Inductor's CPU reductions vs eager's cascade sum) costs up to ~23 such ULPs
+  on a 2^20-element sum, while the real bugs of the sample gallery sit at 50 to 10^7.
 - `strict` turns every bit difference into `divergent`.
 """
 
@@ -25,7 +27,7 @@ class Judgement:
     explanation: str
 
 
-def judge_values(m: ValueMetrics, *, strict: bool, factor: float) -> Judgement:
+def judge_values(m: ValueMetrics, *, strict: bool, factor: float, noise_ulps: float = 32.0) -> Judgement:
     """Judge two same-shaped, same-dtype tensors from their metrics."""
     if m.mismatches == 0:
         return Judgement(Verdict.MATCH, (), f"bit-identical over {m.numel} element(s)")
@@ -60,14 +62,14 @@ def judge_values(m: ValueMetrics, *, strict: bool, factor: float) -> Judgement:
         return Judgement(
             Verdict.DIVERGENT, (Symptom.VALUE,), f"{drift}; no fp64 reference, and beyond torch.testing's default tolerances{where}"
         )
-    return _judge_against_reference(m, factor, drift, where)
+    return _judge_against_reference(m, factor, noise_ulps, drift, where)
 
 
-def _judge_against_reference(m: ValueMetrics, factor: float, drift: str, where: str) -> Judgement:
+def _judge_against_reference(m: ValueMetrics, factor: float, noise_ulps: float, drift: str, where: str) -> Judgement:
     assert m.eager_ref_rms is not None and m.compiled_ref_rms is not None
     assert m.eager_ref_max is not None and m.compiled_ref_max is not None
-    rms_floor = m.eps * (m.ref_rms or 0.0)
-    max_floor = m.eps * (m.ref_max or 0.0)
+    rms_floor = noise_ulps * m.eps * (m.ref_rms or 0.0)
+    max_floor = noise_ulps * m.eps * (m.ref_max or 0.0)
     rms_ok = m.compiled_ref_rms <= factor * m.eager_ref_rms + rms_floor
     max_ok = m.compiled_ref_max <= factor * m.eager_ref_max + max_floor
     vs = (
@@ -75,7 +77,7 @@ def _judge_against_reference(m: ValueMetrics, factor: float, drift: str, where: 
         f"vs eager's {m.eager_ref_rms:.3g} / {m.eager_ref_max:.3g}"
     )
     if rms_ok and max_ok:
-        return Judgement(Verdict.BENIGN, (), f"{drift}; {vs}, within {factor:g}x: reassociation noise")
+        return Judgement(Verdict.BENIGN, (), f"{drift}; {vs}, within {factor:g}x plus {noise_ulps:g} ULPs of the output's magnitude: reassociation noise")
     worse = _ratio(m.compiled_ref_rms, m.eager_ref_rms) if not rms_ok else _ratio(m.compiled_ref_max, m.eager_ref_max)
     return Judgement(Verdict.DIVERGENT, (Symptom.VALUE,), f"{drift}; {vs}: compiled is {worse} further from fp64{where}")
 

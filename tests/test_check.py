@@ -84,7 +84,7 @@ def test_nested_outputs_and_python_scalars_become_leaves(check):
     r = check("structures", seeds=2)
     assert {"out['pair'][0]", "out['pair'][1]", "out['obj'].hidden", "out['obj'].count", "out['mean']", "out['flag']"} == {l.name for l in r.leaves}
     assert [s.seed for s in r.seeds] == [0, 1] and r.verdict in (Verdict.MATCH, Verdict.BENIGN)
-    assert r.code.graph_breaks and r.code.recompiles is not None
+    assert r.code.graph_breaks and r.code.recompiles  # seed 1's float guard fails, so Dynamo recompiles
 
 
 def test_backward_compares_gradients_of_inputs_and_parameters(check):

@@ -109,3 +109,12 @@ def test_complex_values_are_compared_as_pairs():
     w[1] = w[1] + 1j
     j, m, _ = judge(z, w)
     assert (j.verdict, m.mismatches) == (Verdict.DIVERGENT, 1)
+
+
+def test_summation_order_noise_below_the_floor_is_benign_but_not_above():
+    ref = torch.full((1,), 1000.0, dtype=torch.float64)
+    eager = ref.float()
+    ulp = 1000.0 * torch.finfo(torch.float32).eps
+    assert judge(eager, (ref + 20 * ulp).float(), ref)[0].verdict is Verdict.BENIGN
+    assert judge(eager, (ref + 80 * ulp).float(), ref)[0].verdict is Verdict.DIVERGENT
+    assert judge(eager, (ref + 20 * ulp).float(), ref, factor=2.0)[1].max_ulp > 1
