@@ -43,11 +43,10 @@ class Progress:
 class Job:
     """One submitted check. Thread-safe; `wait()` returns its CheckResult."""
 
-    def __init__(self, runner: "Runner", job_id: str, run_dir: Path, options: CheckOptions, on_progress: Callable[[Progress], None] | None) -> None:
+    def __init__(self, job_id: str, run_dir: Path, options: CheckOptions, on_progress: Callable[[Progress], None] | None) -> None:
         self.id = job_id
         self.run_dir = run_dir
         self.options = options
-        self._runner = runner
         self._on_progress = on_progress
         self._started = time.monotonic()
         self._stage = "queued"
@@ -98,8 +97,7 @@ class Job:
             pid = self._pid
         if pid is not None:
             _killpg(pid)
-        elif kind is ErrorKind.CANCELLED:
-            self._runner._withdraw(self)
+        # else: the child is not forked yet; _set_pid kills it the moment the worker reports it
 
     def _watch(self) -> None:
         limit_bytes = self.options.memory_limit_mb * 1024 * 1024
@@ -216,9 +214,9 @@ class Runner:
         self.cache_dir = cache_dir or inductor_cache_dir()
         self.python = python or sys.executable
         self._proc: subprocess.Popen[bytes] | None = None
-        self._jobs: dict[str, Job] = {}
+        self._jobs: dict[str, tuple[Job, subprocess.Popen[bytes]]] = {}
         self._lock = threading.Lock()
-        self._ready = threading.Event()
+        self._ready: dict[int, threading.Event] = {}  # per worker process, so a dying one cannot signal its successor
         self._ids = itertools.count()
 
     def start(self) -> None:
@@ -228,7 +226,7 @@ class Runner:
                 proc = self._proc
             else:
                 proc = self._spawn()
-        if not self._ready.wait(_READY_TIMEOUT_S) or proc.poll() is not None:
+        if not self._ready[proc.pid].wait(_READY_TIMEOUT_S) or proc.poll() is not None:
             raise WorkerUnavailable(f"the worker did not become ready; its stderr is in {home() / 'worker.log'}")
 
     def _spawn(self) -> subprocess.Popen[bytes]:
@@ -241,7 +239,6 @@ class Runner:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         home().mkdir(parents=True, exist_ok=True)
         log = open(home() / "worker.log", "ab")
-        self._ready.clear()
         proc = subprocess.Popen(
             [self.python, "-m", "engine.worker"],
             stdin=subprocess.PIPE,
@@ -252,6 +249,7 @@ class Runner:
         )
         log.close()
         self._proc = proc
+        self._ready[proc.pid] = threading.Event()
         threading.Thread(target=self._read_events, args=(proc,), daemon=True, name="worker-events").start()
         return proc
 
@@ -267,7 +265,7 @@ class Runner:
         run_dir = Path(run_dir) if run_dir is not None else new_run_dir()
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "snippet.py").write_text(source)
-        job = Job(self, f"{next(self._ids)}-{uuid.uuid4().hex[:8]}", run_dir, options, on_progress)
+        job = Job(f"{next(self._ids)}-{uuid.uuid4().hex[:8]}", run_dir, options, on_progress)
         try:
             detect_style(source, filename)  # static: a syntax error or a shapeless file needs no worker
         except SnippetError as exc:
@@ -284,11 +282,12 @@ class Runner:
             return job
         request = {"op": "check", "job": job.id, "source": source, "filename": filename, "options": options.to_json(), "run_dir": str(run_dir)}
         with self._lock:
-            self._jobs[job.id] = job
-            assert self._proc is not None and self._proc.stdin is not None
+            proc = self._proc
+            assert proc is not None and proc.stdin is not None
+            self._jobs[job.id] = (job, proc)
             try:
-                self._proc.stdin.write((json.dumps(request) + "\n").encode())
-                self._proc.stdin.flush()
+                proc.stdin.write((json.dumps(request) + "\n").encode())
+                proc.stdin.flush()
             except (BrokenPipeError, OSError):
                 self._jobs.pop(job.id, None)
                 job._result = error_result(options, ErrorKind.CRASH, "the worker process died before the check started", run_dir=run_dir)
@@ -299,12 +298,6 @@ class Runner:
     def check(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
         return self.submit(source, options, filename, run_dir, on_progress).wait()
 
-    def _withdraw(self, job: Job) -> None:
-        """A job cancelled before its child started: finish it here."""
-        with self._lock:
-            self._jobs.pop(job.id, None)
-        job._finish(None, None)
-
     def _read_events(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
         for raw in proc.stdout:
@@ -314,14 +307,15 @@ class Runner:
                 continue
             kind = event.get("event")
             if kind == "ready":
-                self._ready.set()
+                self._ready[proc.pid].set()
                 continue
             with self._lock:
-                job = self._jobs.get(event.get("job", ""))
+                entry = self._jobs.get(event.get("job", ""))
                 if kind == "exit":
                     self._jobs.pop(event.get("job", ""), None)
-            if job is None:
+            if entry is None:
                 continue
+            job = entry[0]
             if kind == "started":
                 job._set_pid(int(event["pid"]))
             elif kind == "stage":
@@ -329,10 +323,11 @@ class Runner:
             elif kind == "exit":
                 job._finish(event.get("code"), event.get("signal"))
         # the worker is gone: every job still running in it ends as a crash
-        self._ready.set()
+        self._ready[proc.pid].set()
         with self._lock:
-            orphans = list(self._jobs.values())
-            self._jobs.clear()
+            orphans = [job for job, owner in self._jobs.values() if owner is proc]
+            for job in orphans:
+                self._jobs.pop(job.id, None)
             if self._proc is proc:
                 self._proc = None
         for job in orphans:
@@ -341,7 +336,7 @@ class Runner:
     def close(self) -> None:
         with self._lock:
             proc, self._proc = self._proc, None
-            jobs = list(self._jobs.values())
+            jobs = [job for job, _ in self._jobs.values()]
         for job in jobs:
             job.cancel()
         if proc is not None:

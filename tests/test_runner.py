@@ -1,0 +1,53 @@
+"""The process boundary: progress, cancel, concurrent jobs, and a worker that dies."""
+
+from __future__ import annotations
+
+import time
+
+from engine import CheckOptions, ErrorKind, Verdict
+
+LOOP = "import torch\ninputs = (torch.randn(3),)\ndef fn(x):\n    while True:\n        pass\n"
+SIMPLE = "import torch\ndef fn(x):\n    return x + 1\ninputs = (torch.ones(3),)\n"
+
+
+def wait_for_stage(job, stage: str, limit: float = 120.0) -> None:
+    deadline = time.monotonic() + limit
+    while job.progress.stage != stage:
+        assert time.monotonic() < deadline, f"stage {stage!r} never reached; at {job.progress.stage!r}"
+        time.sleep(0.05)
+
+
+def test_progress_stages_arrive_in_order(runner, tmp_path):
+    stages: list[str] = []
+    runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path, on_progress=lambda p: stages.append(p.stage))
+    seen = list(dict.fromkeys(stages))
+    for earlier, later in [("loading", "eager"), ("eager", "compiling"), ("compiling", "fp64 reference"), ("fp64 reference", "comparing")]:
+        assert seen.index(earlier) < seen.index(later), seen
+    assert seen[-1] == "done"
+
+
+def test_cancel_stops_the_job_and_nothing_else(runner, tmp_path):
+    looping = runner.submit(LOOP, CheckOptions(timeout_s=120), run_dir=tmp_path / "loop")
+    wait_for_stage(looping, "eager")
+    started = time.monotonic()
+    looping.cancel()
+    result = looping.wait(30)
+    assert result.error.kind is ErrorKind.CANCELLED and time.monotonic() - started < 10
+    assert (tmp_path / "loop" / "result.json").exists()  # the cancelled run is kept, marked as such
+    assert runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path / "next").verdict is Verdict.MATCH
+
+
+def test_two_jobs_run_side_by_side(runner, tmp_path):
+    looping = runner.submit(LOOP, CheckOptions(timeout_s=120), run_dir=tmp_path / "loop")
+    wait_for_stage(looping, "eager")
+    assert runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path / "other").verdict is Verdict.MATCH
+    assert not looping.done()
+    looping.cancel()
+    assert looping.wait(30).error.kind is ErrorKind.CANCELLED
+
+
+def test_a_dead_worker_is_replaced(runner, tmp_path):
+    runner.start()
+    runner._proc.kill()  # what an OOM kill of the warm worker looks like from here
+    runner._proc.wait()
+    assert runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path).verdict is Verdict.MATCH
