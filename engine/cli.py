@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
 
+    from minimizer.cli import add_arguments as add_minimize_arguments  # light: imports no torch
+
+    add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
+
     serve = sub.add_parser("serve", help="start the web app (Streamlit), bound to 127.0.0.1 unless told otherwise")
     serve.add_argument("--address", help="interface to listen on (default: $STREAMLIT_SERVER_ADDRESS, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: $STREAMLIT_SERVER_PORT, else 8501)")
@@ -172,6 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     if args.command == "serve":
         return _serve(args)
+    if args.command == "minimize":
+        from minimizer.cli import run as run_minimize
+
+        return run_minimize(args)
     if args.command == "minimize":
         from minimizer.cli import run as run_minimize
 

@@ -115,6 +115,15 @@ class Problem:
                     self._adopt(candidate)
                     return candidate
 
+    def adopt_verified(self, candidate: str) -> bool:
+        """Adopt a candidate that the same oracle already called interesting elsewhere (shrinkray's result)."""
+        candidate = canonical(candidate)
+        if sort_key(candidate) >= sort_key(self.current):
+            return False
+        self.known[digest(candidate)] = True
+        self._adopt(candidate)
+        return True
+
     def test(self, candidate: str) -> bool:
         return self.first([candidate]) is not None
 

@@ -108,3 +108,9 @@ def test_candidates_that_read_undefined_names_never_reach_the_predicate() -> Non
     seen: list[str] = []
     reduce_with([delete_statements], "import torch\nx = torch.ones(1)\nprint(x)\n", lambda s: seen.append(s) is None and "print" in s)
     assert all("torch.ones" not in s or "import torch" in s for s in seen)
+
+
+def test_shrink_sequences_shrinks_paired_inputs_together() -> None:
+    source = "a = [1, 2, 3, 4]\nb = [5, 6, 7, 8]\n"
+    same_length = lambda s: len(s.split("\n")[0].split(",")) == len(s.split("\n")[1].split(","))
+    assert reduce_with([shrink_sequences], source, lambda s: same_length(s) and "3" in s and "7" in s and s.count("[") == 2) == "a = [3]\nb = [7]\n"

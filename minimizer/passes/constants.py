@@ -71,7 +71,8 @@ def _sequences(tree: ast.AST) -> list[ast.List | ast.Tuple]:
 def shrink_sequences(problem: Problem) -> None:
     """Delete elements of a list or tuple literal (halves first, then single ones); unwrap a one-element one.
 
-    It shortens input values (`torch.tensor([...])`), drops outputs from a returned tuple, and so on.
+    Each deletion is tried in every literal of the same length at once first, then alone: it shortens
+    paired input values (`torch.tensor([...])`), drops outputs from a returned tuple, and so on.
     """
 
     def at(source: str, i: int) -> list[str] | None:
@@ -91,9 +92,13 @@ def shrink_sequences(problem: Problem) -> None:
             replace_node(tree, seq, seq.elts[0])
             out.append(unparse(tree))
         for start, size in dict.fromkeys(chunks):
-            tree = fresh(source)
-            del _sequences(tree)[i].elts[start : start + size]
-            out.append(unparse(tree))
+            # paired inputs (`a = tensor([...])`, `b = tensor([...])`) must shrink together to keep broadcasting
+            for together in (True, False):
+                tree = fresh(source)
+                seqs = _sequences(tree)
+                for seq in [s for s in seqs if len(s.elts) == n] if together else [seqs[i]]:
+                    del seq.elts[start : start + size]
+                out.append(unparse(tree))
         return out
 
     sweep(problem, at)

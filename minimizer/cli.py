@@ -1,0 +1,88 @@
+"""`divergence minimize FILE -o repro.py`: the command-line face of the minimizer (wired in engine.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from engine.options import BACKENDS, CAST_DTYPES, CheckOptions, OptionsError
+
+
+def _config_pair(text: str) -> tuple[str, Any]:
+    from engine.cli import _config_pair as parse
+
+    return parse(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="a divergent snippet (any style the checker accepts)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("repro.py"), help="where to write the standalone repro (default %(default)s)")
+    parser.add_argument("--report", type=Path, help="also write a PyTorch PT2 bug report (markdown) with an ablation over backends")
+    parser.add_argument("--budget", type=float, help="stop reducing after this many seconds and keep the best so far")
+    parser.add_argument("--checkpoint-dir", type=Path, default=Path(".divergence-minimize"), help="where the best candidate is checkpointed; a re-run resumes from it (default %(default)s)")
+    parser.add_argument("--no-shrinkray", dest="shrinkray", action="store_false", help="skip the shrinkray polish")
+    parser.add_argument("--no-graph", dest="graph", action="store_false", help="skip the Dynamo-graph rewrite")
+    parser.add_argument("--device", choices=("cpu", "cuda"))
+    parser.add_argument("--backend", choices=BACKENDS)
+    parser.add_argument("--config", type=_config_pair, action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--dtype", choices=CAST_DTYPES)
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--timeout", type=float, default=120.0, help="per-candidate wall-time limit (default %(default)s)")
+    parser.add_argument("--quiet", "-q", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 with a verified repro written, 1 when the result could not be verified, 2 on errors."""
+    from engine import Runner
+    from minimizer.minimize import minimize
+    from minimizer.oracle import NotReproducible
+    from minimizer.reducer import ReduceProgress
+
+    if not args.file.is_file():
+        print(f"divergence: no such file: {args.file}", file=sys.stderr)
+        return 2
+    try:
+        options = CheckOptions(device=args.device, backend=args.backend, inductor_config=dict(args.config), dtype=args.dtype, strict=args.strict, timeout_s=args.timeout)
+    except OptionsError as exc:
+        print(f"divergence: {exc}", file=sys.stderr)
+        return 2
+
+    def progress(p: ReduceProgress) -> None:
+        if not args.quiet:
+            print(
+                f"\r[{p.elapsed_s:6.1f}s] {p.pass_name:<24} tried {p.candidates_tried:4d}  oracle calls {p.oracle_calls:4d}  "
+                f"size {p.current_tokens:4d} tokens, best {p.best_tokens:4d} of {p.initial_tokens}",
+                end="", file=sys.stderr, flush=True,
+            )
+
+    def note(text: str) -> None:
+        if not args.quiet:
+            print(f"\n{text}", file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="minimize-") as tmp, Runner() as runner:
+        try:
+            result = minimize(
+                args.file.read_text(), options, runner, Path(tmp), budget_s=args.budget, checkpoint_root=args.checkpoint_dir,
+                use_graph=args.graph, use_shrinkray=args.shrinkray, ablation=args.report is not None,
+                filename=args.file.name, on_progress=progress, on_note=note,
+            )
+        except NotReproducible as exc:
+            print(f"\ndivergence: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"\ndivergence: interrupted; the best candidate so far is checkpointed under {args.checkpoint_dir}", file=sys.stderr)
+            return 130
+    print(file=sys.stderr)
+    s0, s1 = result.initial, result.final
+    print(f"{s0.lines} -> {s1.lines} lines, {s0.tokens} -> {s1.tokens} tokens, {s0.torch_ops} -> {s1.torch_ops} torch ops; "
+          f"{result.oracle_calls} oracle calls in {result.elapsed_s:.0f} s")
+    if result.repro is not None:
+        args.output.write_text(result.repro)
+        print(f"repro written to {args.output} ({'verified: it exits 1 in a fresh process' if result.repro_verified else 'NOT verified'})")
+    if args.report is not None and result.report is not None:
+        args.report.write_text(result.report)
+        print(f"bug report written to {args.report}")
+    return 0 if result.repro_verified and result.confirmed else 1

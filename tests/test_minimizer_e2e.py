@@ -1,0 +1,31 @@
+"""End to end on a real CPU divergence: minimize a noisy floor-division bug, then run its repro in a fresh process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import CheckOptions, Runner, Symptom
+from minimizer.minimize import minimize
+
+SNIPPET = Path(__file__).resolve().parent / "snippets" / "minimize_floor_divide_noisy.py"
+
+
+@pytest.mark.slow
+def test_minimize_a_real_divergence_to_a_verified_repro(runner: Runner, tmp_path: Path) -> None:
+    result = minimize(
+        SNIPPET.read_text(), CheckOptions(device="cpu", timeout_s=120), runner, tmp_path / "work",
+        budget_s=100, checkpoint_root=tmp_path / "checkpoints", use_shrinkray=False, ablation=False,
+    )
+    assert result.signature.symptoms == {Symptom.VALUE}
+    assert result.final.tokens < result.initial.tokens / 2, result.minimized
+    assert "class Net" not in result.minimized and "randn" not in result.minimized
+    assert result.confirmed and result.repro_verified and result.repro is not None
+    repro = tmp_path / "repro.py"
+    repro.write_text(result.repro)
+    fresh = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=300)
+    assert fresh.returncode == 1 and "DIVERGENT" in fresh.stdout, fresh.stdout + fresh.stderr
+    assert (tmp_path / "checkpoints").exists()  # a re-run would resume from the checkpointed best
