@@ -1,0 +1,80 @@
+"""The graph path, the oracle's signature rules and the checkpoint, without compiling anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine import CheckOptions, CheckResult, ErrorInfo, ErrorKind, LeafKind, LeafResult, Symptom, Verdict
+from minimizer.graph import graph_rewrite
+from minimizer.oracle import Outcome, Signature, classify, signature_of
+from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
+from minimizer.passes import delete_statements
+
+GRAPH = (
+    'TRACED GRAPH\n ===== __compiled_fn_1 =====\nclass GraphModule(torch.nn.Module):\n'
+    '    def forward(self, L_x_: "f32[6][1]cpu"):\n        l_x_ = L_x_\n\n'
+    '        # File: case.py:8 in forward, code: ...\n'
+    '        elu: "f32[6][1]cpu" = torch.nn.functional.elu(l_x_, alpha = 0.52)\n'
+    '        zeros_like: "f32[6][1]cpu" = torch.zeros_like(l_x_);  l_x_ = None\n'
+    '        div: "f32[6][1]cpu" = torch.div(elu, zeros_like);  elu = zeros_like = None\n'
+    '        return (div,)'
+)
+MODULE_SOURCE = (
+    "import torch\nimport torch.nn.functional as F\n\nclass Bug(torch.nn.Module):\n    def forward(self, x):\n"
+    "        for _ in range(1):\n            y = F.elu(x, alpha=0.52)\n        return torch.div(y, torch.zeros_like(x))\n\n"
+    "fn = Bug()\n\ndef inputs():\n    return (torch.tensor([-1e-08, -1e-09]),)\n"
+)
+
+
+def _leaf(name: str, verdict: Verdict, *symptoms: Symptom) -> LeafResult:
+    return LeafResult(name=name, kind=LeafKind.OUTPUT, verdict=verdict, explanation="", symptoms=symptoms)
+
+
+def _result(*leaves: LeafResult, verdict: Verdict = Verdict.DIVERGENT) -> CheckResult:
+    return CheckResult(verdict=verdict, explanation="", options=CheckOptions(), leaves=leaves)
+
+
+def test_the_graph_rewrite_flattens_a_module_into_straight_line_torch_code() -> None:
+    problem = Problem(MODULE_SOURCE, PredicateOracle(lambda s: "elu" in s and "def inputs" in s))
+    graph_rewrite(lambda source: (GRAPH,))(problem)
+    assert "class Bug" not in problem.current and "def fn(x):\n    elu = torch.nn.functional.elu(x, alpha=0.52)" in problem.current
+
+
+def test_the_graph_rewrite_is_not_proposed_for_several_graphs() -> None:
+    problem = Problem(MODULE_SOURCE, PredicateOracle(lambda s: True))
+    graph_rewrite(lambda source: (GRAPH, GRAPH))(problem)
+    assert problem.current == MODULE_SOURCE
+
+
+def test_the_signature_is_the_first_divergent_leaf() -> None:
+    result = _result(_leaf("out[0]", Verdict.MATCH), _leaf("out[1]", Verdict.DIVERGENT, Symptom.NAN))
+    assert signature_of(result) == Signature("out[1]", LeafKind.OUTPUT, frozenset({Symptom.NAN}))
+
+
+def test_a_different_symptom_is_not_interesting() -> None:
+    target = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.NAN}))
+    assert classify(target, _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE))) is Outcome.OTHER_SYMPTOM
+
+
+def test_an_error_is_never_interesting() -> None:
+    target = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
+    failed = CheckResult(verdict=Verdict.ERROR, explanation="", options=CheckOptions(), error=ErrorInfo(ErrorKind.EAGER, "boom"))
+    assert classify(target, failed) is Outcome.ERROR
+
+
+def test_a_renamed_leaf_counts_when_the_output_structure_changed() -> None:
+    target = Signature("out[1]", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
+    assert classify(target, _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE))) is Outcome.INTERESTING
+
+
+def test_the_named_leaf_must_keep_the_divergence_when_it_still_exists() -> None:
+    target = Signature("out[0]", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
+    result = _result(_leaf("out[0]", Verdict.BENIGN), _leaf("out[1]", Verdict.DIVERGENT, Symptom.VALUE))
+    assert classify(target, result) is Outcome.OTHER_SYMPTOM
+
+
+def test_the_best_candidate_is_checkpointed(tmp_path: Path) -> None:
+    problem = Problem("a = 1\nb = 2\nprint(b)\n", PredicateOracle(lambda s: "print(b)" in s), checkpoint=tmp_path)
+    Reducer([delete_statements]).run(problem)
+    best, rejected = load_checkpoint(tmp_path)
+    assert best == "b = 2\nprint(b)\n" and rejected
