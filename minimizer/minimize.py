@@ -70,7 +70,6 @@ def minimize(
     signature = oracle.establish(source)
     note(f"target: {signature.describe()}")
     start = canonical(source)
-    oracle._graphs[start] = oracle.fx_graphs(source)
 
     checkpoint = checkpoint_root / digest(start) if checkpoint_root is not None else None
     rejected: list[str] = []

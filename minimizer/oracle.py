@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from engine import CheckOptions, CheckResult, LeafKind, Runner, Symptom, Verdict
+from minimizer.syntax import canonical
 
 
 class NotReproducible(Exception):
@@ -103,7 +104,7 @@ class DivergenceOracle:
         if signature is None:
             raise NotReproducible(f"nothing to minimize: the check's verdict is {first.verdict.value} ({first.explanation})")
         self.signature, self.baseline = signature, first
-        self._graphs[source] = first.code.fx_graphs
+        self._graphs[source] = self._graphs[canonical(source)] = first.code.fx_graphs
         return signature
 
     def classify_many(self, candidates: Sequence[str]) -> list[tuple[Outcome, CheckResult]]:

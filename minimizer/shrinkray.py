@@ -50,7 +50,11 @@ class _Handler(socketserver.StreamRequestHandler):
         candidate = self.rfile.read(size).decode("utf-8", "replace")
         server = self.server
         assert isinstance(server, _Server)
-        self.wfile.write(b"1" if server.decide(candidate) else b"0")
+        answer = b"1" if server.decide(candidate) else b"0"
+        try:
+            self.wfile.write(answer)
+        except BrokenPipeError:
+            pass  # shrinkray timed the test out; the answer is cached, so asking again costs nothing
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
