@@ -1,0 +1,591 @@
+"""Per-element error maps of one compared leaf: metrics, slicing, block pooling and the Plotly figures.
+
+Pure numpy + plotly (no Streamlit), so that benchmarks/heatmap.py can time exactly what the app sends.
+
+A figure must stay small enough for a browser: plotly serialises numpy arrays as base64 typed arrays,
+so the payload is about 4/3 x 4 bytes per float32 value. With the colour value and the hover channels
+of every cell, a 512x512 grid would be ~10 MB; the pooled grid is therefore sized by a byte budget
+(and never above 512 per side), not by a fixed block size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io
+
+MAX_SIDE = 512
+BYTES_BUDGET = 1_800_000  # leaves room under the 2 MB goal for the layout and the axis labels
+DETAIL_MAX_SIDE = 256
+LOG_SPAN_DECADES = 12  # more decades than this squeeze the interesting colours into a sliver
+IDENTICAL_COLOUR = "#d4d4d4"  # NaN cells are transparent; this background shows through
+SEQUENTIAL = "Viridis"  # its dark low end stays distinct from the light grey of identical cells
+# a diverging scale without a white middle, so "as accurate as eager" is not mistaken for identical
+DIVERGING = [[0.0, "#2166ac"], [0.35, "#67a9cf"], [0.5, "#f0c808"], [0.65, "#ef8a62"], [1.0, "#b2182b"]]
+
+
+class Metric(str, Enum):
+    ABS = "abs"
+    REL = "rel"
+    ULP = "ulp"
+    RATIO = "ratio"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {
+    Metric.ABS: "absolute |compiled − eager|",
+    Metric.REL: "relative |compiled − eager| / |eager|",
+    Metric.ULP: "ULP distance",
+    Metric.RATIO: "compiled error ÷ eager error (vs fp64)",
+}
+_SHORT = {Metric.ABS: "|Δ|", Metric.REL: "rel", Metric.ULP: "ULP", Metric.RATIO: "err ratio"}
+
+
+def available_metrics(arrays: Mapping[str, np.ndarray]) -> tuple[Metric, ...]:
+    """The metrics that make sense for these arrays: the ratio needs the fp64 reference, floats need values."""
+    eager = arrays.get("eager")
+    if eager is None:
+        return ()
+    if not _is_float(eager):
+        return (Metric.ABS,)
+    out = [Metric.ABS, Metric.REL, Metric.ULP]
+    if "ref" in arrays and arrays["ref"].shape == eager.shape:
+        out.append(Metric.RATIO)
+    return tuple(out)
+
+
+def _is_float(a: np.ndarray) -> bool:
+    return a.dtype.kind == "f"
+
+
+def bits_identical(eager: np.ndarray, compiled: np.ndarray) -> np.ndarray:
+    """Element-wise bit equality (NaN payloads and signed zeros included)."""
+    if eager.dtype == compiled.dtype and eager.dtype.kind in "fiu" and eager.dtype.itemsize in (1, 2, 4, 8):
+        unsigned = np.dtype(f"u{eager.dtype.itemsize}")
+        return eager.view(unsigned) == compiled.view(unsigned)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(eager == compiled) & (np.signbit(eager) == np.signbit(compiled))
+
+
+def _half_ulp(ref: np.ndarray, dtype: str | None) -> np.ndarray:
+    """Half a unit in the last place of the leaf's dtype at the reference value: the rounding floor."""
+    mag = np.abs(ref)
+    if dtype in ("torch.float16", "float16"):
+        return np.spacing(mag.astype(np.float16)).astype(np.float64) / 2
+    spacing = np.spacing(mag.astype(np.float32)).astype(np.float64) / 2
+    if dtype in ("torch.bfloat16", "bfloat16"):
+        return spacing * 65536.0  # bfloat16 keeps 8 of float32's 24 significand bits
+    if dtype in ("torch.float64", "float64"):
+        return np.spacing(mag) / 2
+    return spacing
+
+
+def element_metric(arrays: Mapping[str, np.ndarray], metric: Metric, dtype: str | None = None) -> np.ndarray:
+    """The metric per element (float64, same shape); NaN where eager and compiled are bit-identical.
+
+    A NaN/inf on one side only is +inf: it is the worst kind of difference. Works on any view of the arrays,
+    so the app computes it only for the slice it shows.
+    """
+    eager, compiled = arrays["eager"], arrays["compiled"]
+    identical = bits_identical(eager, compiled)
+    with np.errstate(all="ignore"):
+        if metric is Metric.ULP and "ulp" in arrays:
+            value = np.asarray(arrays["ulp"], dtype=np.float64)
+        elif not _is_float(eager) or not _is_float(compiled):
+            value = np.abs(eager.astype(np.float64) - compiled.astype(np.float64))
+        else:
+            e, c = eager.astype(np.float64), compiled.astype(np.float64)
+            both_nan = np.isnan(e) & np.isnan(c)
+            bad = ~(np.isfinite(e) & np.isfinite(c)) & ~both_nan & (e != c)
+            if metric is Metric.RATIO:
+                ref = np.asarray(arrays["ref"], dtype=np.float64)
+                floor = _half_ulp(ref, dtype)
+                value = np.abs(c - ref) / np.maximum(np.abs(e - ref), floor)
+            else:
+                value = np.abs(e - c)
+                if metric is Metric.REL:
+                    value = value / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
+            value = np.where(bad, np.inf, np.where(both_nan, 0.0, value))
+            value = np.where(np.isnan(value), np.inf, value)  # e.g. a NaN reference: do not hide the element
+    return np.where(identical, np.nan, value)
+
+
+# -- slicing ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SliceSpec:
+    """Which two dimensions are shown (rows, cols) and the index of every other dimension."""
+
+    row_dim: int | None  # None: a 1-D leaf, shown as one row
+    col_dim: int
+    index: tuple[int, ...]  # a full index; the entries at row_dim/col_dim are ignored
+
+    def full_index(self, row: int, col: int) -> tuple[int, ...]:
+        idx = list(self.index)
+        if self.row_dim is not None:
+            idx[self.row_dim] = row
+        idx[self.col_dim] = col
+        return tuple(idx)
+
+    def fixed(self) -> dict[int, int]:
+        return {d: i for d, i in enumerate(self.index) if d not in (self.row_dim, self.col_dim)}
+
+
+def default_spec(shape: Sequence[int], worst_index: Sequence[int] | None = None) -> SliceSpec:
+    """The last two dimensions, sliced through the worst element (so the first view shows it)."""
+    rank = len(shape)
+    if rank == 0:
+        raise ValueError("a scalar has no heatmap")
+    index = tuple(worst_index) if worst_index is not None and len(worst_index) == rank else (0,) * rank
+    if rank == 1:
+        return SliceSpec(None, 0, index)
+    return SliceSpec(rank - 2, rank - 1, index)
+
+
+def take_slice(arrays: Mapping[str, np.ndarray], spec: SliceSpec) -> dict[str, np.ndarray]:
+    """2-D views (rows x cols) of every array; no copies."""
+    out: dict[str, np.ndarray] = {}
+    for name, a in arrays.items():
+        key: list[int | slice] = [slice(None) if d in (spec.row_dim, spec.col_dim) else spec.index[d] for d in range(a.ndim)]
+        view = a[tuple(key)]
+        if spec.row_dim is None:
+            view = view.reshape(1, -1)
+        elif spec.row_dim > spec.col_dim:
+            view = view.T
+        out[name] = view
+    return out
+
+
+# -- pooling ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """Block maxima of a 2-D metric map."""
+
+    value: np.ndarray  # (h, w) block max; NaN where the whole block is bit-identical
+    worst_row: np.ndarray  # (h, w) row of each block's worst element in the slice
+    worst_col: np.ndarray
+    block: tuple[int, int]  # (rows, cols) per block
+    shape: tuple[int, int]  # the slice's shape
+
+    @property
+    def pooled(self) -> bool:
+        return self.block != (1, 1)
+
+    def block_range(self, i: int, j: int) -> tuple[int, int, int, int]:
+        """Rows [r0, r1) and cols [c0, c1) of block (i, j)."""
+        by, bx = self.block
+        return i * by, min((i + 1) * by, self.shape[0]), j * bx, min((j + 1) * bx, self.shape[1])
+
+
+def block_shape(shape: tuple[int, int], max_cells: int, max_side: int = MAX_SIDE) -> tuple[int, int]:
+    """Rows and cols per block so that the pooled grid has at most max_cells cells and max_side per side."""
+    h, w = shape
+    by, bx = max(1, -(-h // max_side)), max(1, -(-w // max_side))
+    while -(-h // by) * -(-w // bx) > max_cells:
+        # grow the block along the side that still has more pooled cells, keeping blocks roughly square
+        if -(-h // by) >= -(-w // bx):
+            by += max(1, by // 16)
+        else:
+            bx += max(1, bx // 16)
+    return by, bx
+
+
+def pool_max(value: np.ndarray, block: tuple[int, int]) -> Pooled:
+    """Block maxima with each block's argmax, NaN (identical) ignored unless the whole block is NaN."""
+    h, w = value.shape
+    by, bx = block
+    if block == (1, 1):
+        rows, cols = np.indices(value.shape)
+        return Pooled(value.astype(np.float64, copy=False), rows, cols, block, (h, w))
+    ph, pw = -(-h // by), -(-w // bx)
+    padded = np.full((ph * by, pw * bx), -np.inf, dtype=np.float32)
+    # float32 halves the memory traffic; the hover values come from the original arrays
+    np.copyto(padded[:h, :w], value, casting="unsafe")
+    np.copyto(padded[:h, :w], -np.inf, where=np.isnan(value))
+    blocks = padded.reshape(ph, by, pw, bx).transpose(0, 2, 1, 3).reshape(ph, pw, by * bx)
+    arg = blocks.argmax(axis=-1)
+    best = np.take_along_axis(blocks, arg[..., None], axis=-1)[..., 0].astype(np.float64)
+    best[best == -np.inf] = np.nan
+    worst_row = np.arange(ph)[:, None] * by + arg // bx
+    worst_col = np.arange(pw)[None, :] * bx + arg % bx
+    np.minimum(worst_row, h - 1, out=worst_row)
+    np.minimum(worst_col, w - 1, out=worst_col)
+    return Pooled(best, worst_row, worst_col, block, (h, w))
+
+
+TILE_ELEMENTS = 1 << 18  # a tile's float64 temporaries stay in cache; whole-slice temporaries thrash memory
+
+
+def pooled_metric(sliced: Mapping[str, np.ndarray], metric: Metric, block: tuple[int, int], dtype: str | None = None) -> Pooled:
+    """The metric of a 2-D slice pooled into blocks, computed tile by tile (tiles are whole blocks)."""
+    h, w = sliced["eager"].shape
+    by, bx = block
+    ph, pw = -(-h // by), -(-w // bx)
+    rows_per_tile = by * max(1, TILE_ELEMENTS // max(1, by * w))
+    cols_per_tile = w if rows_per_tile > by or by * w <= TILE_ELEMENTS else bx * max(1, TILE_ELEMENTS // (by * bx))
+    value = np.full((ph, pw), np.nan)
+    worst_row = np.zeros((ph, pw), dtype=np.int64)
+    worst_col = np.zeros((ph, pw), dtype=np.int64)
+    for r0 in range(0, h, rows_per_tile):
+        for c0 in range(0, w, cols_per_tile):
+            tile = {k: v[r0 : r0 + rows_per_tile, c0 : c0 + cols_per_tile] for k, v in sliced.items()}
+            p = pool_max(element_metric(tile, metric, dtype), block)
+            i0, j0 = r0 // by, c0 // bx
+            ti, tj = p.value.shape
+            value[i0 : i0 + ti, j0 : j0 + tj] = p.value
+            worst_row[i0 : i0 + ti, j0 : j0 + tj] = p.worst_row + r0
+            worst_col[i0 : i0 + ti, j0 : j0 + tj] = p.worst_col + c0
+    return Pooled(value, worst_row, worst_col, block, (h, w))
+
+
+# -- colour scale -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogScale:
+    zmin: float
+    zmax: float
+    tickvals: tuple[float, ...]
+    ticktext: tuple[str, ...]
+    diverging: bool
+
+
+def decade_label(exponent: int) -> str:
+    if -2 <= exponent <= 3:
+        return f"{10.0 ** exponent:g}"
+    return f"1e{exponent}"
+
+
+def log_scale(value: np.ndarray, metric: Metric) -> LogScale:
+    """Decade range covering the finite positive values (at most LOG_SPAN_DECADES), with readable ticks."""
+    finite = value[np.isfinite(value) & (value > 0)]
+    if metric is Metric.RATIO:
+        if finite.size:
+            m = float(np.abs(np.log10(finite)).max())
+        else:
+            m = 1.0
+        m = float(min(max(math.ceil(m), 1), 6))
+        lo, hi = -m, m
+    elif finite.size:
+        hi = math.ceil(math.log10(float(finite.max())))
+        lo = math.floor(math.log10(float(finite.min())))
+        lo = max(lo, hi - LOG_SPAN_DECADES)
+        if lo == hi:
+            lo -= 1
+    else:
+        lo, hi = -1, 0
+    span = int(hi - lo)
+    step = max(1, -(-span // 8))
+    ticks = tuple(float(t) for t in range(int(lo), int(hi) + 1, step))
+    labels = tuple(decade_label(int(t)) for t in ticks)
+    if metric is not Metric.RATIO:
+        labels = labels[:-1] + (f"≥{labels[-1]}",) if len(labels) > 1 and np.isinf(value).any() else labels
+    return LogScale(float(lo), float(hi), ticks, labels, metric is Metric.RATIO)
+
+
+def to_colour(value: np.ndarray, scale: LogScale) -> np.ndarray:
+    """log10 of the metric, clipped into the scale; NaN stays NaN (identical: transparent cell)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.log10(value)
+    z = np.clip(z, scale.zmin, scale.zmax)  # 0 (e.g. a sign-only difference) goes to the bottom colour
+    return z.astype(np.float32)
+
+
+# -- figures ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeatmapView:
+    figure: go.Figure
+    pooled: Pooled
+    scale: LogScale
+    spec: SliceSpec
+
+
+def _channels(slice_arrays: Mapping[str, np.ndarray], rows: np.ndarray, cols: np.ndarray, metric_value: np.ndarray, with_index: bool) -> tuple[np.ndarray, list[str]]:
+    """Hover values per cell as one float32 array (h, w, k) and the names of its k channels."""
+    names = ["value"]
+    parts = [metric_value]
+    if with_index:
+        names += ["row", "col"]
+        parts += [rows, cols]
+    for key in ("eager", "compiled", "ref"):
+        if key in slice_arrays:
+            names.append(key)
+            parts.append(slice_arrays[key][rows, cols])
+    data = np.empty(rows.shape + (len(parts),), dtype=np.float32)
+    for k, p in enumerate(parts):
+        np.copyto(data[..., k], p, casting="unsafe")
+    return data, names
+
+
+def _index_text(spec: SliceSpec, row: str, col: str) -> str:
+    """The full N-D index as hover text, with the row/col parts as plotly placeholders."""
+    parts = [str(i) for i in spec.index] or ["0"]
+    if spec.row_dim is not None:
+        parts[spec.row_dim] = row
+    parts[spec.col_dim] = col
+    return "[" + ", ".join(parts) + "]"
+
+
+def _hovertemplate(names: list[str], spec: SliceSpec, metric: Metric, pooled: bool) -> str:
+    ch = {n: i for i, n in enumerate(names)}
+    short = _SHORT[metric]
+    lines: list[str] = []
+    if pooled:
+        lines.append("block rows %{y}, cols %{x}")
+        worst = _index_text(spec, f"%{{customdata[{ch['row']}]:d}}", f"%{{customdata[{ch['col']}]:d}}")
+        lines.append(f"worst element {worst}: {short} %{{customdata[0]:.4g}}")
+    else:
+        lines.append(f"element {_index_text(spec, '%{y}', '%{x}')}: {short} %{{customdata[0]:.4g}}")
+    for key, label in (("eager", "eager"), ("compiled", "compiled"), ("ref", "fp64")):
+        if key in ch:
+            lines.append(f"{label} %{{customdata[{ch[key]}]:.9g}}")
+    return "<br>".join(lines) + "<extra></extra>"
+
+
+def _range_labels(n: int, step: int) -> list[str]:
+    return [f"{a}–{min(a + step, n) - 1}" if step > 1 else str(a) for a in range(0, n, step)]
+
+
+def _axis_ticks(labels: list[str], n: int, step: int, target: int = 8) -> dict[str, object]:
+    """On a pooled (category) axis show element indices, not 'a–b' range labels, on a few ticks."""
+    every = max(1, -(-len(labels) // target))
+    chosen = list(range(0, len(labels), every))
+    return {"tickmode": "array", "tickvals": [labels[i] for i in chosen], "ticktext": [str(i * step) for i in chosen]}
+
+
+def bytes_per_cell(channels: int) -> float:
+    """JSON bytes per heatmap cell: the float32 colour value plus `channels` float32 hover values.
+
+    Base64 is 4/3 of the raw bytes, and plotly's encoder writes every '/' of it as a 6-byte \\u002f escape
+    (up to ~1/4 of the characters for float data), hence the 1.25.
+    """
+    return (1 + channels) * 4 * 4 / 3 * 1.25
+
+
+def heatmap(
+    arrays: Mapping[str, np.ndarray],
+    metric: Metric,
+    spec: SliceSpec,
+    dtype: str | None = None,
+    title: str = "",
+    max_side: int = MAX_SIDE,
+    budget_bytes: int = BYTES_BUDGET,
+) -> HeatmapView:
+    """The heatmap of one 2-D slice: block maxima above the size budget, each block's worst element on hover."""
+    sliced = take_slice(arrays, spec)
+    h, w = sliced["eager"].shape
+    values = sum(k in sliced for k in ("eager", "compiled", "ref"))
+    exact_cells = int(budget_bytes / bytes_per_cell(1 + values))  # value + eager/compiled/ref, no worst index
+    if h * w <= exact_cells and max(h, w) <= max_side:
+        block = (1, 1)
+    else:
+        block = block_shape((h, w), max(1, int(budget_bytes / bytes_per_cell(3 + values))), max_side)
+    pooled = pooled_metric(sliced, metric, block, dtype)
+    view = _heatmap_figure(sliced, pooled, metric, spec, title)
+    return view
+
+
+def _heatmap_figure(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metric, spec: SliceSpec, title: str) -> HeatmapView:
+    h, w = pooled.shape
+    block = pooled.block
+    scale = log_scale(pooled.value, metric)
+    z = to_colour(pooled.value, scale)
+    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, pooled.value, with_index=pooled.pooled)
+    if pooled.pooled:
+        x: list[str] | np.ndarray = _range_labels(w, block[1])
+        y: list[str] | np.ndarray = _range_labels(h, block[0])
+    else:
+        x, y = np.arange(w), np.arange(h)
+    trace = go.Heatmap(
+        z=z,
+        x=x,
+        y=y,
+        customdata=custom,
+        hovertemplate=_hovertemplate(names, spec, metric, pooled.pooled),
+        colorscale=DIVERGING if scale.diverging else SEQUENTIAL,
+        zmin=scale.zmin,
+        zmax=scale.zmax,
+        colorbar=dict(title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)),
+        hoverongaps=False,
+        name="heatmap",
+    )
+    fig = go.Figure(trace)
+    _layout(fig, spec, title, pooled, x, y)
+    return HeatmapView(fig, pooled, scale, spec)
+
+
+def _layout(fig: go.Figure, spec: SliceSpec, title: str, pooled: Pooled, x: object, y: object) -> None:
+    h, w = pooled.shape
+    xaxis: dict[str, object] = {"title": f"dim {spec.col_dim}", "showgrid": False, "zeroline": False}
+    yaxis: dict[str, object] = {"title": "" if spec.row_dim is None else f"dim {spec.row_dim}", "autorange": "reversed", "showgrid": False, "zeroline": False}
+    if pooled.pooled:
+        xaxis.update(type="category", **_axis_ticks(list(x), w, pooled.block[1]))  # type: ignore[arg-type]
+        yaxis.update(type="category", **_axis_ticks(list(y), h, pooled.block[0]))  # type: ignore[arg-type]
+    rows = pooled.value.shape[0]
+    height = 160 if rows == 1 else 520
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=14)),
+        xaxis=xaxis,
+        yaxis=yaxis,
+        plot_bgcolor=IDENTICAL_COLOUR,
+        height=height,
+        margin=dict(l=60, r=20, t=40 if title else 10, b=40),
+        clickmode="event+select",
+    )
+
+
+def _window(lo: int, hi: int, n: int, context: int, cap: int) -> tuple[int, int]:
+    """[a, b) around [lo, hi): at least `context` long where the axis allows, at most `cap`."""
+    want = min(max(hi - lo, context), cap, n)
+    if hi - lo >= want:
+        return lo, lo + want
+    a = max(0, min(lo - (want - (hi - lo)) // 2, n - want))
+    return a, a + want
+
+
+def block_detail(
+    arrays: Mapping[str, np.ndarray],
+    metric: Metric,
+    spec: SliceSpec,
+    rows: tuple[int, int],
+    cols: tuple[int, int],
+    dtype: str | None = None,
+    max_side: int = DETAIL_MAX_SIDE,
+    context: int = 32,
+) -> HeatmapView:
+    """Block rows [r0, r1) x cols [c0, c1) at full resolution, outlined, with some neighbourhood around a small block."""
+    sliced_all = take_slice(arrays, spec)
+    h, w = sliced_all["eager"].shape
+    (r0, r1), (c0, c1) = rows, cols
+    wr0, wr1 = _window(r0, r1, h, context, max_side)
+    wc0, wc1 = _window(c0, c1, w, context, max_side)
+    sliced = {k: v[wr0:wr1, wc0:wc1] for k, v in sliced_all.items()}
+    value = element_metric(sliced, metric, dtype)
+    pooled = pool_max(value, (1, 1))
+    scale = log_scale(value, metric)
+    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, value, with_index=False)
+    x, y = np.arange(wc0, wc1), np.arange(wr0, wr1)
+    fig = go.Figure(
+        go.Heatmap(
+            z=to_colour(value, scale),
+            x=x,
+            y=y,
+            customdata=custom,
+            hovertemplate=_hovertemplate(names, spec, metric, pooled=False),
+            colorscale=DIVERGING if scale.diverging else SEQUENTIAL,
+            zmin=scale.zmin,
+            zmax=scale.zmax,
+            colorbar=dict(title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)),
+            hoverongaps=False,
+            xgap=1 if (wc1 - wc0) <= 64 else 0,
+            ygap=1 if (wr1 - wr0) <= 64 else 0,
+        )
+    )
+    title = f"block rows {r0}–{r1 - 1}, cols {c0}–{c1 - 1} (outlined) at full resolution"
+    _layout(fig, spec, title, pooled, x, y)
+    fig.add_shape(type="rect", x0=c0 - 0.5, x1=min(c1, wc1) - 0.5, y0=r0 - 0.5, y1=min(r1, wr1) - 0.5, line=dict(color="#e4572e", width=2))
+    return HeatmapView(fig, pooled, scale, spec)
+
+
+def figure_bytes(fig: go.Figure) -> int:
+    """What st.plotly_chart sends: plotly's JSON of the figure."""
+    return len(plotly.io.to_json(fig, validate=False))
+
+
+# -- distributions ------------------------------------------------------------------------------------------
+
+
+def ulp_histogram(ulp: np.ndarray, identical: np.ndarray | None = None) -> go.Figure:
+    """Counts of ULP distances in power-of-two bins: 0 (bit-identical), 1, 2, 3–4, 5–8, ..., and ∞."""
+    flat = np.asarray(ulp, dtype=np.float64).reshape(-1)
+    same = (flat == 0) if identical is None else identical.reshape(-1)
+    diff = flat[~same]
+    finite = diff[np.isfinite(diff)]
+    labels = ["0 (identical)"]
+    counts = [int(same.sum())]
+    if finite.size:
+        exps = np.ceil(np.log2(np.maximum(finite, 1.0))).astype(np.int64)
+        hist = np.bincount(exps)
+        for e, count in enumerate(hist):
+            if e == 0:
+                label = "≤1"
+            elif e == 1:
+                label = "2"
+            else:
+                label = f"{2 ** (e - 1) + 1}–{2 ** e}"
+            labels.append(label)
+            counts.append(int(count))
+    labels.append("∞ / NaN")
+    counts.append(int(diff.size - finite.size))
+    colours = [IDENTICAL_COLOUR] + ["#440154"] * (len(labels) - 2) + ["#b2182b"]
+    fig = go.Figure(go.Bar(x=labels, y=counts, marker_color=colours, hovertemplate="%{x} ULP: %{y} elements<extra></extra>"))
+    fig.update_layout(
+        height=300,
+        margin=dict(l=60, r=20, t=30, b=60),
+        title=dict(text="ULP distance, eager vs compiled", font=dict(size=14)),
+        yaxis=dict(type="log", title="elements"),
+        xaxis=dict(title="ULP distance", type="category"),
+    )
+    return fig
+
+
+@dataclass(frozen=True)
+class WorstElement:
+    index: tuple[int, ...]
+    eager: float
+    compiled: float
+    ref: float | None
+    abs_err: float
+    rel_err: float
+    ulp: float
+    metric: float
+
+
+def worst_elements(arrays: Mapping[str, np.ndarray], metric: Metric, k: int = 10, dtype: str | None = None) -> list[WorstElement]:
+    """The k elements with the largest metric (bit-identical ones never), worst first."""
+    shape = arrays["eager"].shape
+    flat = {key: np.asarray(a).reshape(-1) for key, a in arrays.items()}
+    n = flat["eager"].size
+    best_idx = np.zeros(0, dtype=np.int64)
+    best_val = np.zeros(0)
+    for start in range(0, n, TILE_ELEMENTS):  # tile by tile: one candidate list, no full-size temporaries
+        value = element_metric({key: a[start : start + TILE_ELEMENTS] for key, a in flat.items()}, metric, dtype)
+        keep = np.flatnonzero(~np.isnan(value))
+        if keep.size > k:
+            keep = keep[np.argpartition(value[keep], -k)[-k:]]
+        best_idx = np.concatenate([best_idx, keep + start])
+        best_val = np.concatenate([best_val, value[keep]])
+        if best_idx.size > 4 * k:
+            top = np.argpartition(best_val, -k)[-k:]
+            best_idx, best_val = best_idx[top], best_val[top]
+    order = np.lexsort((best_idx, -best_val))[:k]
+    idx = best_idx[order]
+    at = {key: a[idx] for key, a in flat.items()}
+    abs_v = element_metric(at, Metric.ABS, dtype)
+    rel_v = element_metric(at, Metric.REL, dtype) if _is_float(at["eager"]) else np.zeros(idx.size)
+    return [
+        WorstElement(
+            index=tuple(int(j) for j in np.unravel_index(int(i), shape)),
+            eager=float(at["eager"][m]),
+            compiled=float(at["compiled"][m]),
+            ref=float(at["ref"][m]) if "ref" in at else None,
+            abs_err=float(abs_v[m]),
+            rel_err=float(rel_v[m]),
+            ulp=float(at["ulp"][m]) if "ulp" in at else float("nan"),
+            metric=float(best_val[order][m]),
+        )
+        for m, i in enumerate(idx)
+    ]

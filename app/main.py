@@ -1,0 +1,208 @@
+"""Divergence Explorer's web app: paste or pick a PyTorch program, check it eager vs compiled, explore where it differs.
+
+Run with `divergence serve` (or `streamlit run app/main.py`). User code never runs in this process: checks go
+to the engine's worker through engine.Runner.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run app/main.py` puts app/ on sys.path, not the repository root that holds the packages
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import datetime as dt  # noqa: E402
+
+import streamlit as st  # noqa: E402
+
+from app import gallery, options_form, result_view, running  # noqa: E402
+from engine import OptionsError  # noqa: E402
+
+PLACEHOLDER = """import torch
+
+def fn(x, w):
+    return (x @ w).relu().sum(-1)
+
+def inputs():
+    return torch.randn(64, 256), torch.randn(256, 128)
+"""
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def _cases() -> tuple[tuple[gallery.Case, ...], tuple[str, ...]]:
+    return gallery.load_cases()
+
+
+def _init_state() -> None:
+    state = st.session_state
+    state.setdefault("source", "")
+    state.setdefault("filename", "snippet.py")
+    state.setdefault("origin", "paste")
+    state.setdefault("name", "pasted snippet")
+    options_form.init(state)
+
+
+# -- callbacks: they run before the script, so they may set the widgets' state ------------------------------
+
+
+def _on_edit() -> None:
+    st.session_state.update(origin="paste", name="pasted snippet", filename="snippet.py")
+
+
+def _on_upload() -> None:
+    upload = st.session_state.get("upload")
+    if upload is None:
+        return
+    text = upload.getvalue().decode("utf-8", errors="replace")
+    st.session_state.update(source=text, origin="upload", name=upload.name, filename=upload.name)
+
+
+def _on_load_case() -> None:
+    cases, _ = _cases()
+    slug = st.session_state.get("gallery_case")
+    case = next((c for c in cases if c.slug == slug), None)
+    if case is None:
+        return
+    options = case.check_options()
+    variant = st.session_state.get("gallery_variant", 0) or 0
+    if variant and variant <= len(case.variants):
+        extra = dict(case.variants[variant - 1].get("options", {}))
+        config = {**options.inductor_config, **extra.pop("inductor_config", {})}
+        options = options.replace(**extra, inductor_config=config)
+    options_form.fill(st.session_state, options)
+    st.session_state.update(source=case.source(), origin=f"gallery:{case.slug}", name=case.title, filename=f"sample_cases/{case.slug}.py")
+
+
+def _open_run(run_id: str) -> None:
+    st.session_state["current_run"] = run_id
+
+
+# -- page parts ---------------------------------------------------------------------------------------------
+
+
+def past_runs() -> None:
+    st.sidebar.markdown("## Past runs")
+    records = running.store().recent(30)
+    if not records:
+        st.sidebar.caption("Runs you start are kept here (and stay after a restart).")
+    current = st.session_state.get("current_run")
+    for r in records:
+        when = dt.datetime.fromtimestamp(r.created).strftime("%m-%d %H:%M")
+        label = f"{result_view.ICON.get(r.verdict, result_view.ICON[None])} {r.name[:38]} · {when}"
+        st.sidebar.button(label, key=f"open:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", type="primary" if r.id == current else "secondary")
+
+
+def gallery_section() -> None:
+    cases, problems = _cases()
+    with st.expander(f"Gallery: {len(cases)} sample cases", expanded=not st.session_state["source"]):
+        if not cases:
+            st.info(f"No sample cases found in {gallery.default_dir()}.")
+            return
+        st.dataframe(
+            [{"title": c.title, "category": c.category, "summary": c.one_line, "expected (CPU)": c.expected_cpu or "–"} for c in cases],
+            hide_index=True,
+            width="stretch",
+            height=260,
+        )
+        by_slug = {c.slug: c for c in cases}
+        slug = st.selectbox("Case", list(by_slug), key="gallery_case", format_func=lambda s: f"{by_slug[s].category} · {by_slug[s].title}")
+        case = by_slug[slug]
+        st.caption(case.one_line + (f" · upstream: {case.upstream}" if case.upstream else ""))
+        variants = [0] + list(range(1, len(case.variants) + 1))
+        if len(variants) > 1:
+            st.radio("Options", variants, key="gallery_variant", horizontal=True, format_func=lambda i: _variant_label(case, i))
+        else:
+            st.session_state["gallery_variant"] = 0
+        st.button("Load into the editor", key="load_case", on_click=_on_load_case)
+        for p in problems:
+            st.caption(f"skipped: {p}")
+
+
+def _variant_label(case: gallery.Case, i: int) -> str:
+    if i == 0:
+        opts = ", ".join(f"{k}={v}" for k, v in case.options.items()) or "defaults"
+        return f"case options ({opts}) → expect {case.expected_cpu}"
+    v = case.variants[i - 1]
+    opts = ", ".join(f"{k}={val}" for k, val in dict(v.get("options", {})).items())
+    return f"{opts} → expect {v.get('expected_cpu', '?')}"
+
+
+def input_section() -> bool:
+    """The editor, upload and Run button; True when Run was clicked."""
+    st.text_area(
+        "Program",
+        key="source",
+        height=340,
+        placeholder="Paste a snippet: fn + inputs, a KernelBench Model + get_inputs, or a script that calls torch.compile.\n\n" + PLACEHOLDER,
+        on_change=_on_edit,
+    )
+    st.caption(f"{st.session_state['name']} · runs as `{st.session_state['filename']}`")
+    st.file_uploader("…or upload a .py file", type=["py"], key="upload", on_change=_on_upload)
+    return st.button("Run check", type="primary", key="run")
+
+
+def start_check() -> None:
+    source = st.session_state["source"]
+    if not source.strip():
+        st.warning("The editor is empty: paste a program, upload a file or load a gallery case first.")
+        return
+    try:
+        options = options_form.options_from_state(st.session_state)
+    except (OptionsError, ValueError, TypeError) as exc:
+        st.error(f"Settings: {exc}")
+        return
+    st.session_state["active"] = running.submit(source, st.session_state["filename"], options, st.session_state["name"], st.session_state["origin"])
+
+
+def show_current() -> None:
+    run_id = st.session_state.get("current_run")
+    if not run_id:
+        return
+    record = running.store().get(run_id)
+    if record is None:
+        st.warning(f"No stored run `{run_id}` (it may belong to another data directory).")
+        return
+    result = running.load_result(record)
+    if result is None:
+        st.info(f"Run `{run_id}` has no result: it is still running in another session, or the app stopped while it ran.")
+        return
+    result_view.render_run(record, result)
+
+
+def main() -> None:
+    st.set_page_config(page_title="Divergence Explorer", layout="wide")
+    _init_state()
+    if "current_run" not in st.session_state:
+        # a new session: a ?run=<id> link (another tab, a restarted app) opens that stored run
+        st.session_state["current_run"] = st.query_params.get("run")
+    running.runner()  # starts the warm worker with the first page view
+    past_runs()
+    st.markdown("## Divergence Explorer")
+    st.caption("Runs a PyTorch program eagerly and with torch.compile, compares every element against an fp64 reference, and tells you whether compile changed the answer, where, and whether it matters.")
+    left, right = st.columns([3, 2], gap="large")
+    with right:
+        options_form.render()
+    with left:
+        gallery_section()
+        clicked = input_section()
+    if clicked:
+        if "active" in st.session_state:
+            st.toast("A check is already running; cancel it or wait for it.")
+        else:
+            start_check()
+    active = st.session_state.get("active")
+    if active is not None:
+        running.follow(active)
+        del st.session_state["active"]
+        st.session_state["current_run"] = active.run_id
+    current = st.session_state.get("current_run")
+    if current and st.query_params.get("run") != current:
+        st.query_params["run"] = current
+    st.divider()
+    show_current()
+
+
+main()

@@ -1,0 +1,151 @@
+"""The check's settings as Streamlit widgets, and the CheckOptions they stand for.
+
+Every widget has a key under `opt_`, so a gallery case can fill the form by writing session state before
+the widgets are drawn (in a callback), and tests can set them by key.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, MutableMapping
+
+import streamlit as st
+
+from engine import CheckOptions, OptionsError
+
+AUTO = "auto"
+BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition")
+MODES = (AUTO, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+TRISTATE = (AUTO, "on", "off")
+DTYPES = ("as written", "bf16", "fp16")
+FLAGS = ("fallback_random", "emulate_precision_casts")  # the Inductor flags that change numerics
+
+DEFAULTS: dict[str, Any] = {
+    "opt_device": AUTO,
+    "opt_backend": "inductor",
+    "opt_mode": AUTO,
+    "opt_dynamic": AUTO,
+    "opt_fullgraph": AUTO,
+    "opt_dtype": "as written",
+    "opt_seeds": 1,
+    "opt_seed": 0,
+    "opt_backward": False,
+    "opt_strict": False,
+    "opt_fallback_random": False,
+    "opt_emulate_precision_casts": False,
+    "opt_fp64": True,
+    "opt_recheck": True,
+    "opt_factor": 2.0,
+    "opt_timeout": 300.0,
+    "opt_config": "",
+}
+
+
+def _tristate(value: bool | None) -> str:
+    return AUTO if value is None else ("on" if value else "off")
+
+
+def _from_tristate(value: str) -> bool | None:
+    return None if value == AUTO else value == "on"
+
+
+def widget_values(options: CheckOptions) -> dict[str, Any]:
+    """The widget state that stands for these options."""
+    config = dict(options.inductor_config)
+    flags = {f"opt_{name}": bool(config.pop(name, False)) for name in FLAGS}
+    return {
+        "opt_device": options.device or AUTO,
+        "opt_backend": options.backend or "inductor",
+        "opt_mode": options.mode or AUTO,
+        "opt_dynamic": _tristate(options.dynamic),
+        "opt_fullgraph": _tristate(options.fullgraph),
+        "opt_dtype": options.dtype or "as written",
+        "opt_seeds": int(options.seeds),
+        "opt_seed": int(options.seed),
+        "opt_backward": bool(options.backward),
+        "opt_strict": bool(options.strict),
+        **flags,
+        "opt_fp64": bool(options.fp64_reference),
+        "opt_recheck": bool(options.recheck_precision_casts),
+        "opt_factor": float(options.benign_factor),
+        "opt_timeout": float(options.timeout_s),
+        "opt_config": "\n".join(f"{k}={v!r}" for k, v in config.items()),
+    }
+
+
+def fill(state: MutableMapping[str, Any], options: CheckOptions) -> None:
+    """Set the widgets to these options (call from a callback, before the widgets are drawn)."""
+    state.update(widget_values(options))
+
+
+def init(state: MutableMapping[str, Any]) -> None:
+    for key, value in DEFAULTS.items():
+        state.setdefault(key, value)
+
+
+def parse_config(text: str) -> dict[str, Any]:
+    """KEY=VALUE lines (Python literals; anything else is a string), as `divergence check --config`."""
+    config: dict[str, Any] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise OptionsError(f"Inductor config line {n}: expected KEY=VALUE, got {line!r}")
+        key, raw = line.split("=", 1)
+        try:
+            value = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError):
+            value = raw.strip()
+        config[key.strip()] = value
+    return config
+
+
+def options_from_state(state: MutableMapping[str, Any]) -> CheckOptions:
+    """The CheckOptions the widgets stand for; raises OptionsError for a value the engine rejects."""
+    config = parse_config(state["opt_config"])
+    for name in FLAGS:
+        if state[f"opt_{name}"]:
+            config[name] = True
+    return CheckOptions(
+        device=None if state["opt_device"] == AUTO else state["opt_device"],
+        backend=state["opt_backend"],
+        mode=None if state["opt_mode"] == AUTO else state["opt_mode"],
+        dynamic=_from_tristate(state["opt_dynamic"]),
+        fullgraph=_from_tristate(state["opt_fullgraph"]),
+        inductor_config=config,
+        dtype=None if state["opt_dtype"] == "as written" else state["opt_dtype"],
+        backward=bool(state["opt_backward"]),
+        seeds=int(state["opt_seeds"]),
+        seed=int(state["opt_seed"]),
+        strict=bool(state["opt_strict"]),
+        fp64_reference=bool(state["opt_fp64"]),
+        recheck_precision_casts=bool(state["opt_recheck"]),
+        benign_factor=float(state["opt_factor"]),
+        timeout_s=float(state["opt_timeout"]),
+    )
+
+
+def render() -> None:
+    """Draw the settings; read them back with options_from_state(st.session_state)."""
+    init(st.session_state)
+    st.markdown("**Settings**")
+    a, b = st.columns(2)
+    a.selectbox("Device", (AUTO, "cpu", "cuda"), key="opt_device", help="auto: CUDA when available, else the CPU")
+    b.selectbox("Backend", BACKENDS, key="opt_backend")
+    a.selectbox("Mode", MODES, key="opt_mode", help="auto: the snippet's compile_kwargs, else torch's default")
+    b.selectbox("Dynamic shapes", TRISTATE, key="opt_dynamic")
+    a.selectbox("Cast to", DTYPES, key="opt_dtype", help="cast the model and floating inputs first")
+    b.number_input("Seeds", min_value=1, max_value=16, step=1, key="opt_seeds", help="re-run with N input seeds and report the worst")
+    st.checkbox("Backward: compare gradients too", key="opt_backward")
+    st.checkbox("Strict: any bit difference is divergent", key="opt_strict")
+    st.checkbox("fallback_random (eager's RNG in compiled code)", key="opt_fallback_random")
+    st.checkbox("emulate_precision_casts (bf16/fp16 round trips)", key="opt_emulate_precision_casts")
+    with st.expander("More settings"):
+        st.number_input("First seed", min_value=0, step=1, key="opt_seed")
+        st.selectbox("Fullgraph", TRISTATE, key="opt_fullgraph")
+        st.checkbox("fp64 reference", key="opt_fp64")
+        st.checkbox("Re-check low-precision drift with emulate_precision_casts", key="opt_recheck")
+        st.number_input("Benign factor", min_value=1.0, step=0.5, key="opt_factor", help="how much further from fp64 than eager compiled may be and stay benign")
+        st.number_input("Timeout (s)", min_value=5.0, step=30.0, key="opt_timeout")
+        st.text_area("Other Inductor config (KEY=VALUE per line)", key="opt_config", height=80)

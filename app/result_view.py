@@ -1,0 +1,365 @@
+"""How one stored run is shown: verdict, leaf table, per-leaf heatmaps and distributions, generated code."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import streamlit as st
+
+from app import heatmap as hm
+from app.store import RunRecord
+from engine import CheckResult, LeafResult, Verdict
+
+BANNER = {
+    Verdict.MATCH: st.success,
+    Verdict.BENIGN: st.success,
+    Verdict.PRECISION_CAST: st.warning,
+    Verdict.DIVERGENT: st.error,
+    Verdict.ERROR: st.error,
+}
+# colored text, not emoji: a browser without an emoji font (CI's chromium) draws emoji as empty boxes
+ICON = {"match": ":green[●]", "benign": ":green[●]", "precision-cast": ":orange[●]", "divergent": ":red[●]", "error": ":red[▲]", None: ":gray[○]"}
+
+
+def fmt(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x == 0:
+        return "0"
+    return f"{x:.3g}"
+
+
+# -- cached loading: arrays can be hundreds of MB; keep few, share them across sessions ---------------------
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading arrays …")
+def leaf_arrays(run_dir: str, leaf_name: str) -> dict[str, np.ndarray]:
+    result = CheckResult.load(Path(run_dir))
+    return result.load_arrays(result.leaf(leaf_name))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _histogram(run_dir: str, leaf_name: str) -> Any:
+    arrays = leaf_arrays(run_dir, leaf_name)
+    return hm.ulp_histogram(arrays["ulp"], hm.bits_identical(arrays["eager"], arrays["compiled"]))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _worst(run_dir: str, leaf_name: str, metric: str, dtype: str | None) -> list[hm.WorstElement]:
+    return hm.worst_elements(leaf_arrays(run_dir, leaf_name), hm.Metric(metric), 10, dtype)
+
+
+# -- the page -----------------------------------------------------------------------------------------------
+
+
+def header(record: RunRecord) -> None:
+    created = dt.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S")
+    st.markdown(f"### {record.name}")
+    st.caption(f"run `{record.id}` · {created} · [link to this run](?run={record.id}) · stored in `{record.run_dir}`")
+
+
+def banner(result: CheckResult) -> None:
+    show = BANNER[result.verdict]
+    show(f"**Verdict: {result.verdict.value.upper()}** — {result.explanation}")
+    if result.error is not None:
+        err = result.error
+        st.markdown(f"**Error kind:** `{err.kind.value}`")
+        st.code(err.message, language="text", wrap_lines=True)
+        if err.traceback.strip():
+            with st.expander("Traceback", expanded=True):
+                st.code(err.traceback.rstrip(), language="python")
+        tail = err.output_tail or result.output_tail
+        if tail.strip():
+            with st.expander("Output tail", expanded=True):
+                st.code(tail.rstrip()[-4000:], language="text")
+    for note in result.notes:
+        st.caption(f"note: {note}")
+    if len(result.seeds) > 1:
+        st.dataframe(
+            [{"seed": s.seed, "verdict": s.verdict.value, "explanation": s.explanation} for s in result.seeds],
+            hide_index=True,
+            width="stretch",
+        )
+
+
+def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
+    rows = []
+    for leaf in leaves:
+        shape = "–" if leaf.shape is None else ("×".join(map(str, leaf.shape)) or "scalar")
+        if leaf.compiled_shape is not None and leaf.compiled_shape != leaf.shape:
+            shape += f" → {'×'.join(map(str, leaf.compiled_shape)) or 'scalar'}"
+        dtype = (leaf.dtype or "–").replace("torch.", "")
+        if leaf.compiled_dtype and leaf.compiled_dtype != leaf.dtype:
+            dtype += f" → {leaf.compiled_dtype.replace('torch.', '')}"
+        rows.append(
+            {
+                "leaf": leaf.name,
+                "kind": leaf.kind.value,
+                "shape": shape,
+                "dtype": dtype,
+                "max abs": fmt(leaf.max_abs),
+                "max rel": fmt(leaf.max_rel),
+                "max ULP": fmt(leaf.max_ulp),
+                "mismatched": f"{leaf.mismatches}/{leaf.numel}" if leaf.numel else "–",
+                "NaN": leaf.nan_mismatches,
+                "inf": leaf.inf_mismatches,
+                "±0": leaf.signed_zero_mismatches,
+                "verdict": leaf.verdict.value,
+            }
+        )
+    return rows
+
+
+def render_run(record: RunRecord, result: CheckResult) -> None:
+    header(record)
+    banner(result)
+    tabs = st.tabs(["Leaves", "Generated code", "Snippet & output", "Details"])
+    with tabs[0]:
+        if result.leaves:
+            st.dataframe(leaf_rows(result.leaves), hide_index=True, width="stretch")
+            leaf_explorer(record, result)
+        else:
+            st.info("Nothing was compared.")
+    with tabs[1]:
+        code_tab(record, result)
+    with tabs[2]:
+        snippet_tab(record, result)
+    with tabs[3]:
+        details_tab(result)
+
+
+def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
+    leaves = result.leaves
+    worst = max(range(len(leaves)), key=lambda i: (leaves[i].verdict.severity, leaves[i].max_ulp))
+    names = [l.name for l in leaves]
+    name = st.selectbox("Leaf", names, index=worst, key=f"leaf:{record.id}")
+    leaf = result.leaf(name)
+    st.markdown(f"{ICON.get(leaf.verdict.value, '')} **{leaf.verdict.value}** — {leaf.explanation}")
+    if leaf.eager_ref_rms is not None:
+        st.caption(
+            f"error against the fp64 reference: eager RMS {fmt(leaf.eager_ref_rms)}, max {fmt(leaf.eager_ref_max)}; "
+            f"compiled RMS {fmt(leaf.compiled_ref_rms)}, max {fmt(leaf.compiled_ref_max)}"
+        )
+    if leaf.arrays is None:
+        if leaf.eager_value is not None or leaf.compiled_value is not None:
+            st.markdown(f"eager `{leaf.eager_value}` · compiled `{leaf.compiled_value}`")
+        st.info("No per-element arrays were stored for this leaf (not a tensor, a structural mismatch, or too large).")
+        return
+    arrays = leaf_arrays(record.run_dir, leaf.name)
+    if not arrays or "eager" not in arrays or "compiled" not in arrays:
+        st.info("The arrays of this leaf are missing from the run directory.")
+        return
+    if arrays["eager"].shape != arrays["compiled"].shape:
+        st.info("Eager and compiled have different shapes; there is no element-wise map.")
+        return
+    if arrays["eager"].ndim == 0:
+        st.markdown(f"scalar: eager `{arrays['eager'].item()!r}`, compiled `{arrays['compiled'].item()!r}`" + (f", fp64 `{arrays['ref'].item()!r}`" if "ref" in arrays else ""))
+        return
+    heatmap_section(record, leaf, arrays)
+    left, right = st.columns([2, 3])
+    with left:
+        if "ulp" in arrays:
+            st.plotly_chart(_histogram(record.run_dir, leaf.name), key=f"hist:{record.id}:{leaf.name}", theme=None)
+    with right:
+        metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", hm.available_metrics(arrays)[0])
+        worst_table(_worst(record.run_dir, leaf.name, hm.Metric(metric).value, leaf.dtype), hm.Metric(metric))
+
+
+def worst_table(rows: list[hm.WorstElement], metric: hm.Metric) -> None:
+    st.markdown(f"**10 worst elements** by {metric.label}")
+    if not rows:
+        st.caption("All elements are bit-identical.")
+        return
+    st.dataframe(
+        [
+            {
+                "index": str(list(w.index)),
+                "eager": f"{w.eager:.9g}",
+                "compiled": f"{w.compiled:.9g}",
+                "fp64": "–" if w.ref is None else f"{w.ref:.12g}",
+                "abs": fmt(w.abs_err),
+                "rel": fmt(w.rel_err),
+                "ULP": fmt(w.ulp),
+            }
+            for w in rows
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def _spec_controls(key: str, shape: tuple[int, ...], worst_index: tuple[int, ...] | None) -> hm.SliceSpec:
+    base = hm.default_spec(shape, worst_index)
+    rank = len(shape)
+    if rank == 1:
+        return base
+    dims = list(range(rank))
+    a, b = st.columns(2)
+    row_dim = a.selectbox("Rows: dimension", dims, index=base.row_dim, key=f"{key}:rows", format_func=lambda d: f"dim {d} (size {shape[d]})")
+    col_choices = [d for d in dims if d != row_dim]
+    default_col = base.col_dim if base.col_dim in col_choices else col_choices[-1]
+    col_dim = b.selectbox("Columns: dimension", col_choices, index=col_choices.index(default_col), key=f"{key}:cols:{row_dim}", format_func=lambda d: f"dim {d} (size {shape[d]})")
+    index = list(base.index)
+    others = [d for d in dims if d not in (row_dim, col_dim)]
+    if others:
+        cols = st.columns(len(others))
+        for c, d in zip(cols, others):
+            if shape[d] > 1:
+                index[d] = c.slider(f"index in dim {d}", 0, shape[d] - 1, value=index[d], key=f"{key}:dim{d}")
+            else:
+                index[d] = 0
+    return hm.SliceSpec(row_dim, col_dim, tuple(index))
+
+
+def box_region(event: Any, pooled: hm.Pooled) -> tuple[int, int, int, int] | None:
+    """Rows [r0, r1) and cols [c0, c1) of the slice under a box dragged on the heatmap, from Streamlit's selection.
+
+    On a pooled (category) axis the box is in block positions (block k spans k-0.5..k+0.5); otherwise in
+    element indices.
+    """
+    try:
+        box = event["selection"]["box"][0]
+        (x0, x1), (y0, y1) = sorted(box["x"]), sorted(box["y"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    gh, gw = pooled.value.shape
+    i0, i1 = max(0, round(y0)), min(gh - 1, round(y1))
+    j0, j1 = max(0, round(x0)), min(gw - 1, round(x1))
+    if i0 > i1 or j0 > j1:
+        return None
+    r0, _, c0, _ = pooled.block_range(i0, j0)
+    _, r1, _, c1 = pooled.block_range(i1, j1)
+    return r0, r1, c0, c1
+
+
+def heatmap_section(record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np.ndarray]) -> None:
+    key = f"{record.id}:{leaf.name}"
+    metrics = hm.available_metrics(arrays)
+    metric = hm.Metric(
+        st.radio(
+            "Metric",
+            [m.value for m in metrics],
+            format_func=lambda v: hm.Metric(v).label,
+            horizontal=True,
+            key=f"metric:{key}",
+        )
+    )
+    shape = tuple(arrays["eager"].shape)
+    worst = leaf.worst_index if leaf.worst_index is not None and len(leaf.worst_index) == len(shape) else None
+    spec = _spec_controls(key, shape, worst)
+    view = hm.heatmap(arrays, metric, spec, dtype=leaf.dtype, title=f"{leaf.name}: {metric.label}")
+    event = st.plotly_chart(view.figure, key=f"heatmap:{key}", on_select="rerun", selection_mode="box", theme=None, config={"displaylogo": False})
+    pooled = view.pooled
+    by, bx = pooled.block
+    h, w = pooled.shape
+    where = (spec.row_dim, spec.col_dim, tuple(sorted(spec.fixed().items())))
+    region_key = f"{key}:region"
+    box = box_region(event, pooled)
+    if box is not None and st.session_state.get(f"{key}:lastbox") != (where, box):
+        st.session_state[f"{key}:lastbox"] = (where, box)
+        st.session_state[region_key] = (where, box)
+    if pooled.pooled:
+        st.caption(
+            f"{h}×{w} elements shown as {pooled.value.shape[0]}×{pooled.value.shape[1]} blocks of {by}×{bx}: each cell is its block's "
+            "maximum; hover for the block's worst element. Grey: bit-identical. Drag a box over the map, or pick a block below, "
+            "to see it at full resolution."
+        )
+    else:
+        st.caption("Every element at full resolution. Grey: bit-identical (eager and compiled have the same bits). Drag a box to zoom into a region.")
+    region = st.session_state.get(region_key)
+    if pooled.pooled:
+        finite = np.where(np.isnan(pooled.value), -np.inf, pooled.value)
+        wi, wj = (int(v) for v in np.unravel_index(int(np.argmax(finite)), finite.shape))
+        bi_key, bj_key = f"{key}:bi", f"{key}:bj"
+        grid = pooled.value.shape
+        for k, default, top in ((bi_key, wi, grid[0] - 1), (bj_key, wj, grid[1] - 1)):
+            # a new slice or metric can shrink the grid below a block picked earlier
+            st.session_state[k] = min(int(st.session_state.get(k, default)), top)
+        a, b = st.columns(2)
+        drop_region = lambda: st.session_state.pop(region_key, None)  # noqa: E731 - a picked block replaces a dragged box
+        bi = a.number_input("Block row", 0, grid[0] - 1, step=1, key=bi_key, on_change=drop_region, help="starts at the block holding the worst element")
+        bj = b.number_input("Block column", 0, grid[1] - 1, step=1, key=bj_key, on_change=drop_region)
+        r0, r1, c0, c1 = pooled.block_range(int(bi), int(bj))
+    elif region is None:
+        return
+    if region is not None and region[0] == where:
+        r0, r1, c0, c1 = region[1]
+    detail = hm.block_detail(arrays, metric, spec, (r0, r1), (c0, c1), dtype=leaf.dtype)
+    if (r1 - r0) > hm.DETAIL_MAX_SIDE or (c1 - c0) > hm.DETAIL_MAX_SIDE:
+        st.caption(f"The selection is larger than {hm.DETAIL_MAX_SIDE}×{hm.DETAIL_MAX_SIDE}; its top-left part is shown.")
+    st.plotly_chart(detail.figure, key=f"detail:{key}", theme=None, config={"displaylogo": False})
+
+
+def code_tab(record: RunRecord, result: CheckResult) -> None:
+    code = result.code
+    kernels = [(o.label, k) for o in code.output_code for k in o.kernels]
+    st.markdown(
+        f"{len(code.fx_graphs)} FX graph(s) · {len(code.output_code)} output module(s) · {len(kernels)} kernel(s) · "
+        f"{len(code.graph_breaks)} graph break(s) · {len(code.recompiles)} recompilation(s)"
+    )
+    if not (code.fx_graphs or code.output_code or code.graph_breaks):
+        st.info("No generated code was captured: the backend writes none (eager, aot_eager) or the check stopped before compiling.")
+        return
+    if kernels:
+        st.dataframe(
+            [{"module": label, "kernel": k.name, "language": "C++" if k.language == "cpp" else k.language.capitalize(), "lines": k.source.count("\n") + 1} for label, k in kernels],
+            hide_index=True,
+            width="stretch",
+        )
+    for i, out in enumerate(code.output_code):
+        with st.expander(f"Output code {out.label}: {len(out.kernels)} kernel(s)", expanded=i == 0):
+            for k in out.kernels:
+                st.markdown(f"**`{k.name}`** ({'C++' if k.language == 'cpp' else k.language})")
+                st.code(k.source.strip("\n"), language="cpp" if k.language == "cpp" else "python", line_numbers=True, height=min(420, 22 * (k.source.count("\n") + 2)))
+            st.markdown("**Wrapper module**")
+            st.code(out.source, language="python", line_numbers=True, height=420)
+            st.download_button("Download output code", out.source, file_name=f"output_code_{out.label or i}.py", key=f"dl-out:{record.id}:{i}")
+    for i, graph in enumerate(code.fx_graphs):
+        with st.expander(f"FX graph {i}", expanded=False):
+            st.code(graph, language="python", height=min(420, 22 * (graph.count("\n") + 2)))
+            st.download_button("Download FX graph", graph, file_name=f"fx_graph_{i}.py", key=f"dl-fx:{record.id}:{i}")
+    if code.graph_breaks:
+        with st.expander(f"Graph breaks ({len(code.graph_breaks)})", expanded=True):
+            for text in code.graph_breaks:
+                st.code(text, language="text", wrap_lines=True)
+            st.download_button("Download graph breaks", "\n\n".join(code.graph_breaks), file_name="graph_breaks.txt", key=f"dl-gb:{record.id}")
+    if code.recompiles:
+        with st.expander(f"Recompilations ({len(code.recompiles)})"):
+            for text in code.recompiles:
+                st.code(text, language="text", wrap_lines=True)
+
+
+def snippet_tab(record: RunRecord, result: CheckResult) -> None:
+    snippet = Path(record.run_dir) / "snippet.py"
+    if snippet.exists():
+        source = snippet.read_text()
+        st.code(source, language="python", line_numbers=True)
+        st.button("Load this snippet into the editor", key=f"reload:{record.id}", on_click=_load_snippet, args=(source, record))
+    log = Path(record.run_dir) / "output.log"
+    text = result.output_tail
+    if not text and log.exists():
+        text = log.read_text(errors="replace")[-8000:]
+    st.markdown("**Output**")
+    st.code(text.rstrip() or "(the snippet printed nothing)", language="text")
+
+
+def _load_snippet(source: str, record: RunRecord) -> None:
+    st.session_state["source"] = source
+    st.session_state["origin"] = record.origin
+    st.session_state["name"] = record.name
+    st.session_state["filename"] = record.name if record.name.endswith(".py") else "snippet.py"
+
+
+def details_tab(result: CheckResult) -> None:
+    st.markdown(f"**Style:** {result.style or '–'}")
+    if result.environment:
+        st.markdown("**Environment:** " + " · ".join(f"{k} {v}" for k, v in result.environment.items()))
+    if result.stage_seconds:
+        st.markdown("**Stage times:** " + " · ".join(f"{k} {v:.2f} s" for k, v in result.stage_seconds.items()))
+    st.markdown("**Options**")
+    st.code(json.dumps(result.options.to_json(), indent=1), language="json")

@@ -1,0 +1,112 @@
+"""Starting checks from the app and following them: one engine Runner per server process, one Job per check.
+
+The page follows a running job by polling it inside the script run. A click anywhere (Cancel included)
+interrupts that run; the next run finds the job in session state and carries on following it, so a job
+never depends on the script run that started it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import streamlit as st
+
+from engine import CheckOptions, CheckResult, Job, Runner, Verdict
+from app.store import RunRecord, RunStore
+
+STAGES = ("loading", "eager", "compiling", "compiled run", "fp64 reference", "comparing")
+POLL_S = 0.2
+
+
+@st.cache_resource(show_spinner=False)
+def runner() -> Runner:
+    r = Runner()
+    atexit.register(r.close)
+    # importing torch in the worker takes seconds: start it now, not at the first click
+    threading.Thread(target=_warm, args=(r,), daemon=True, name="warm-worker").start()
+    return r
+
+
+def _warm(r: Runner) -> None:
+    try:
+        r.start()
+    except Exception:  # the first submit reports a worker that cannot start
+        pass
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> RunStore:
+    return RunStore()
+
+
+@dataclass
+class Active:
+    """A job this session follows."""
+
+    job: Job
+    run_id: str
+    name: str
+    seen: list[str] = field(default_factory=list)
+
+
+def submit(source: str, filename: str, options: CheckOptions, name: str, origin: str) -> Active:
+    job = runner().submit(source, options, filename)
+    run_id = Path(job.run_dir).name
+    store().add(RunRecord(run_id, time.time(), name, origin, str(job.run_dir), options.to_json()))
+    return Active(job, run_id, name)
+
+
+def stage_line(active: Active) -> str:
+    """'✓ loading · ✓ eager · **compiling** · …  3.2 s' from the stages seen so far."""
+    progress = active.job.progress
+    if progress.stage not in active.seen:
+        active.seen.append(progress.stage)
+    parts = []
+    for stage in STAGES:
+        if stage == progress.stage:
+            parts.append(f"**▶ {stage}**")
+        elif stage in active.seen:
+            parts.append(f"✓ {stage}")
+        else:
+            parts.append(f"<span style='opacity:.45'>{stage}</span>")
+    if progress.stage not in STAGES:
+        parts.insert(0, f"**▶ {progress.stage}**")
+    return " · ".join(parts) + f" &nbsp; `{progress.elapsed_s:5.1f} s`"
+
+
+def follow(active: Active) -> CheckResult:
+    """Show the live stage and a Cancel button until the job ends; record the result in the store."""
+    with st.status(f"Checking {active.name} …", expanded=True) as status:
+        cancel_slot = st.empty()
+        if cancel_slot.button("Cancel", key="cancel", help="stop the worker that runs this check"):
+            active.job.cancel()
+        line = st.empty()
+        while not active.job.done():
+            line.markdown(stage_line(active), unsafe_allow_html=True)
+            time.sleep(POLL_S)
+        result = active.job.wait()
+        cancel_slot.empty()
+        line.markdown(stage_line(active), unsafe_allow_html=True)
+        failed = result.verdict is Verdict.ERROR
+        status.update(
+            label=f"{active.name}: {result.verdict.value} in {active.job.progress.elapsed_s:.1f} s",
+            state="error" if failed else "complete",
+            expanded=False,
+        )
+    store().finish(active.run_id, result.verdict.value, result.explanation)
+    return result
+
+
+def load_result(record: RunRecord) -> CheckResult | None:
+    """A stored run's result, or None when it never finished (e.g. the app stopped while it ran)."""
+    try:
+        result = CheckResult.load(Path(record.run_dir))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if record.verdict is None:  # it finished after the app that started it went away
+        store().finish(record.id, result.verdict.value, result.explanation)
+    return result

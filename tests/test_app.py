@@ -1,0 +1,209 @@
+"""The Streamlit app driven headlessly (streamlit.testing AppTest), with real checks in the engine's worker.
+
+Programs are tiny and mostly the same one, so after the first compile the shared Inductor cache answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+pytest.importorskip("plotly")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from app.store import DONE, RunRecord, RunStore  # noqa: E402
+from engine import CheckOptions, CheckResult, Runner, Verdict  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+APP = str(REPO / "app" / "main.py")
+TIMEOUT = 300
+
+PROGRAM = """import torch
+
+def fn(x):
+    return torch.softmax(x, -1) * 3.0
+
+def inputs():
+    return (torch.randn(64, 96),)
+"""
+
+BIG = """import torch
+
+def fn(x):
+    return torch.softmax(x, -1) * 3.0
+
+def inputs():
+    return (torch.randn(768, 1100),)
+"""
+
+BROKEN = """import torch
+
+def fn(x):
+    print("about to fail")
+    return x @ torch.ones(5, 5)
+
+def inputs():
+    return (torch.randn(3, 4),)
+"""
+
+
+@pytest.fixture
+def app(divergence_home: Path, inductor_cache: Path) -> AppTest:
+    """A fresh browser session on the app (the worker and the store are shared by the process, as in a server)."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception
+    return at
+
+
+@pytest.fixture(scope="module")
+def stored_run(runner: Runner, divergence_home: Path) -> tuple[str, CheckResult]:
+    """A check run by the engine directly and recorded in the app's store: what a past session left behind."""
+    run_id = f"stored-{int(time.time() * 1000)}"
+    run_dir = divergence_home / "runs" / run_id
+    options = CheckOptions(timeout_s=240)
+    store = RunStore()
+    store.add(RunRecord(run_id, time.time(), "big softmax", "paste", str(run_dir), options.to_json()))
+    result = runner.check(BIG, options, "snippet.py", run_dir=run_dir)
+    store.finish(run_id, result.verdict.value, result.explanation)
+    assert result.verdict in (Verdict.BENIGN, Verdict.MATCH), result.explanation
+    return run_id, result
+
+
+def banner(at: AppTest) -> str:
+    texts = [e.value for e in [*at.success, *at.warning, *at.error] if "Verdict:" in e.value]
+    assert texts, "no verdict banner"
+    return texts[0]
+
+
+def run_check(at: AppTest) -> AppTest:
+    at.button(key="run").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def charts(at: AppTest) -> list[dict[str, Any]]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def decode(typed: dict[str, Any]) -> np.ndarray:
+    """A plotly base64 typed array back to numpy."""
+    data = np.frombuffer(base64.b64decode(typed["bdata"]), dtype=np.dtype(typed["dtype"]))
+    shape = typed.get("shape")
+    return data.reshape([int(s) for s in str(shape).split(",")]) if shape else data
+
+
+def test_paste_and_run(app: AppTest):
+    app.text_area(key="source").input(PROGRAM).run()
+    run_check(app)
+    assert app.status[0].state == "complete" and "pasted snippet" in app.status[0].label
+    assert banner(app).startswith("**Verdict: ")
+    table = next(df.value for df in app.dataframe if "leaf" in df.value.columns)
+    assert list(table["leaf"]) == ["out"] and {"max abs", "max rel", "max ULP", "mismatched", "NaN", "inf", "±0", "verdict"} <= set(table.columns)
+    assert any(c["data"][0]["type"] == "heatmap" for c in charts(app))
+    run_id = app.query_params["run"]
+    record = RunStore().get(run_id)
+    assert record is not None and record.status == DONE and record.verdict == CheckResult.load(Path(record.run_dir)).verdict.value
+
+
+def test_upload_loads_the_file_into_the_editor_and_runs_it(app: AppTest):
+    app.file_uploader(key="upload").upload("my_model.py", PROGRAM.encode(), "text/x-python").run()
+    assert app.text_area(key="source").value == PROGRAM
+    assert app.session_state["filename"] == "my_model.py"
+    run_check(app)
+    assert "my_model.py" in app.status[0].label
+    assert any("### my_model.py" in m.value for m in app.markdown)
+
+
+def test_gallery_case_loads_source_and_options_then_runs(app: AppTest):
+    app.selectbox(key="gallery_case").select("interpolate_conv_pool_backward").run()
+    app.button(key="load_case").click().run()
+    assert app.checkbox(key="opt_backward").value is True  # the case's [options]
+    app.selectbox(key="gallery_case").select("floor_divide_off_by_one").run()
+    app.button(key="load_case").click().run()
+    source = (REPO / "sample_cases" / "floor_divide_off_by_one.py").read_text()
+    assert app.text_area(key="source").value == source and app.checkbox(key="opt_backward").value is False
+    run_check(app)
+    assert banner(app).startswith("**Verdict: DIVERGENT**")
+    assert "Float floor division off by one" in app.status[0].label
+
+
+def test_heatmap_figure_is_pooled_small_and_hovers_the_worst_element(app: AppTest, stored_run: tuple[str, CheckResult]):
+    run_id, result = stored_run
+    app.query_params["run"] = run_id
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    specs = [el.proto.spec for el in at.get("plotly_chart")]
+    heat = json.loads(specs[0])
+    trace = heat["data"][0]
+    assert trace["type"] == "heatmap" and len(specs[0]) < 2_000_000
+    z = decode(trace["z"])
+    assert z.ndim == 2 and max(z.shape) <= 512 and z.shape != (768, 1100)  # block maxima, not every element
+    custom = decode(trace["customdata"])
+    assert custom.shape[:2] == z.shape and custom.shape[2] == 6  # value, worst row, worst col, eager, compiled, fp64
+    assert "worst element" in trace["hovertemplate"] and "fp64" in trace["hovertemplate"]
+    assert "–" in trace["x"][0]  # a block's index range
+    # the hover of the hottest cell names the worst element of the whole leaf, with its three values
+    arrays = result.load_arrays(result.leaf("out"))
+    i, j = np.unravel_index(np.nanargmax(np.where(np.isnan(z), -np.inf, z)), z.shape)
+    value, row, col, eager, compiled, ref = custom[i, j]
+    assert eager == arrays["eager"][int(row), int(col)] and compiled == arrays["compiled"][int(row), int(col)]
+    assert ref == pytest.approx(arrays["ref"][int(row), int(col)], rel=1e-6)
+    assert value == pytest.approx(abs(float(eager) - float(compiled)), rel=1e-5)
+    # the block detail below shows the worst block at full resolution
+    detail = json.loads(specs[1])["data"][0]
+    assert detail["type"] == "heatmap" and decode(detail["z"]).shape[0] >= 2
+
+
+def test_code_tab_lists_and_shows_the_kernels(app: AppTest, stored_run: tuple[str, CheckResult]):
+    run_id, result = stored_run
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["run"] = run_id
+    at.run()
+    kernels = [k for o in result.code.output_code for k in o.kernels]
+    assert kernels, "the engine captured no kernels"
+    listed = [df.value for df in at.dataframe if "kernel" in df.value.columns]
+    assert listed and set(listed[0]["kernel"]) == {k.name for k in kernels}
+    cpp = [c.value for c in at.code if c.language == "cpp"]
+    assert any(kernels[0].source.strip()[:200] in c for c in cpp)
+    assert any(c.language == "python" and "def call(" in c.value for c in at.code)  # the wrapper module
+    assert "Download output code" in [b.proto.label for b in at.get("download_button")]
+
+
+def test_broken_snippet_shows_its_error_and_the_next_run_works(app: AppTest):
+    app.text_area(key="source").input(BROKEN).run()
+    run_check(app)
+    assert app.status[0].state == "error"
+    text = banner(app)
+    assert text.startswith("**Verdict: ERROR**")
+    assert any("Error kind" in m.value and "eager" in m.value for m in app.markdown)
+    assert any("about to fail" in c.value for c in app.code)  # the output tail
+    assert any("mat1 and mat2" in c.value or "shapes cannot be multiplied" in c.value for c in app.code)
+    app.text_area(key="source").input(PROGRAM).run()
+    run_check(app)
+    assert app.status[0].state == "complete" and not banner(app).startswith("**Verdict: ERROR**")
+
+
+def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tuple[str, CheckResult], divergence_home: Path):
+    run_id, result = stored_run
+    before = sorted(p.name for p in (divergence_home / "runs").iterdir())
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)  # another tab, or the app after a restart
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception and not at.status  # nothing ran
+    assert banner(at).startswith(f"**Verdict: {result.verdict.value.upper()}**")
+    assert any(m.value == "### big softmax" for m in at.markdown)
+    assert sorted(p.name for p in (divergence_home / "runs").iterdir()) == before
+    # and from the sidebar of a session that is showing something else
+    app.button(key=f"open:{run_id}").click().run()
+    assert app.query_params["run"] == run_id and banner(app).startswith(f"**Verdict: {result.verdict.value.upper()}**")
