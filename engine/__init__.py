@@ -4,6 +4,7 @@ Importing this package does not import torch; checks run in a worker process.
 """
 
 from engine.api import check_file, check_source, default_runner, load_result
+from engine.live import NotShippable, check
 from engine.options import CheckOptions, OptionsError
 from engine.result import CheckResult, ErrorInfo, GeneratedCode, Kernel, LeafResult, OutputCode, SeedOutcome
 from engine.runner import Job, Progress, Runner
@@ -18,6 +19,7 @@ __all__ = [
     "GeneratedCode",
     "Job",
     "Kernel",
+    "NotShippable",
     "LeafKind",
     "LeafResult",
     "OptionsError",
@@ -29,6 +31,7 @@ __all__ = [
     "SnippetStyle",
     "Symptom",
     "Verdict",
+    "check",
     "check_file",
     "check_source",
     "default_runner",

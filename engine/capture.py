@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Iterator
@@ -90,9 +91,19 @@ def parse_output_code(source: str) -> OutputCode:
 
 
 @contextlib.contextmanager
-def capture_generated_code() -> Iterator[_Collector]:
-    """Collect FX graphs, output code, graph breaks and recompilations for everything compiled inside."""
+def capture_generated_code(trace_dir: Path | None = None) -> Iterator[_Collector]:
+    """Collect FX graphs, output code, graph breaks and recompilations for everything compiled inside.
+
+    With `trace_dir`, torch's structured trace (what TORCH_TRACE writes, tlparse's input) goes there too.
+    """
     import torch._logging
+    import torch._logging._internal as logging_internal
+
+    if trace_dir is not None:
+        # TORCH_TRACE is read when the trace handler is made; the warm worker made it before this check existed
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["TORCH_TRACE"] = str(trace_dir)
+        logging_internal.LOG_TRACE_HANDLER = None
 
     collector = _Collector()
     torch._logging.set_logs(graph_code=True, graph_breaks=True, recompiles=True, output_code=True)

@@ -56,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a stored run again, without running anything")
     show.add_argument("run_dir", type=Path)
 
-    from minimizer.cli import add_arguments as add_minimize_arguments  # light: imports no torch
-
-    add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
+    export = sub.add_parser("export", help="gather what PyTorch's bug template asks for: tlparse report, environment, repro, issue.md")
+    export.add_argument("run_dir", type=Path)
+    export.add_argument("-o", "--out", type=Path, help="output folder (default: RUN_DIR/export)")
 
     from minimizer.cli import add_arguments as add_minimize_arguments  # light: imports no torch
 
@@ -184,6 +184,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from minimizer.cli import run as run_minimize
 
         return run_minimize(args)
+    if args.command == "export":
+        from engine.export import export_run
+
+        if not (args.run_dir / "result.json").exists():
+            print(f"divergence: no stored run in {args.run_dir}", file=sys.stderr)
+            return 2
+        done = export_run(args.run_dir, args.out or args.run_dir / "export")
+        print(f"issue body: {done.issue}")
+        print(f"tlparse report: {done.tlparse_index or 'not available'}")
+        for note in done.notes:
+            print(f"note: {note}")
+        return 0
     if args.command == "show":
         from engine.report import render
 

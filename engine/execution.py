@@ -21,7 +21,7 @@ from engine import casting, oracle
 from engine.capture import capture_generated_code
 from engine.comparison import CallOutcome, CallSettings, StageError, compare_call, seed_everything, stage_error
 from engine.options import CheckOptions
-from engine.result import ARRAYS_FILE, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
+from engine.result import ARRAYS_FILE, TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
 from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
 from engine.verdicts import ErrorKind, Verdict, worst
 
@@ -42,6 +42,8 @@ class _Run:
     stage: str = "loading"
     stage_start: float = dataclasses.field(default_factory=time.monotonic)
     stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    namespace: dict[str, Any] | None = None  # live objects handed over in-process, instead of executing source
+    trace_dir: Path | None = None
 
     def emit(self, stage: str) -> None:
         now = time.monotonic()
@@ -54,9 +56,14 @@ class _Run:
         return CallSettings(o.strict, o.benign_factor, o.noise_ulps, o.backward, o.fp64_reference, o.max_stored_elements, self.emit)
 
 
-def run_check(source: str, filename: str, options: CheckOptions, run_dir: Path, emit: Emit) -> CheckResult:
-    """Check a snippet and write result.json and arrays.npz into run_dir. Never raises for user errors."""
-    run = _Run(options, source, filename, emit)
+def run_check(
+    source: str, filename: str, options: CheckOptions, run_dir: Path, emit: Emit, namespace: dict[str, Any] | None = None
+) -> CheckResult:
+    """Check a snippet and write result.json and arrays.npz into run_dir. Never raises for user errors.
+
+    `namespace` replaces executing the source (the explicit in-process mode of `engine.check`).
+    """
+    run = _Run(options, source, filename, emit, namespace=namespace, trace_dir=run_dir / TRACE_DIR if options.trace else None)
     run.emit("loading")
     code = GeneratedCode()
     notes: list[str] = []
@@ -126,7 +133,7 @@ def _inductor_config(overrides: Any) -> Iterator[None]:
 def _check_all_seeds(run: _Run) -> tuple[list[tuple[int, list[CallOutcome]]], GeneratedCode, list[str]]:
     settings = run.settings()
     seeds = [run.options.seed + i for i in range(run.options.seeds)]
-    with capture_generated_code() as captured:
+    with capture_generated_code(run.trace_dir) as captured:
         try:
             if run.style is SnippetStyle.REPRO:
                 outcomes = [(seed, _run_repro(run, seed, settings)) for seed in seeds]
@@ -138,6 +145,8 @@ def _check_all_seeds(run: _Run) -> tuple[list[tuple[int, list[CallOutcome]]], Ge
 
 
 def _load_namespace(run: _Run, seed: int, as_main: bool) -> dict[str, Any]:
+    if run.namespace is not None:
+        return run.namespace
     seed_everything(seed)
     try:
         return execute(run.source, run.filename, as_main=as_main)
@@ -147,7 +156,7 @@ def _load_namespace(run: _Run, seed: int, as_main: bool) -> dict[str, Any]:
         raise stage_error(ErrorKind.SNIPPET, exc, "the snippet raised while loading") from None
 
 
-def _run_program(run: _Run, seeds: list[int], settings: CallSettings, extra_config: dict[str, Any] | None = None) -> list[tuple[int, list[CallOutcome]]]:
+def _run_program(run: _Run, seeds: list[int], settings: CallSettings) -> list[tuple[int, list[CallOutcome]]]:
     """fn-inputs and KernelBench styles: compile once, call once per seed."""
     assert run.style is not None
     ns = _load_namespace(run, seeds[0], as_main=False)

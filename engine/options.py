@@ -42,6 +42,7 @@ class CheckOptions:
     timeout_s: float = 300.0
     memory_limit_mb: int = 8192
     max_stored_elements: int = 16 * 1024 * 1024
+    trace: bool = False  # also write a TORCH_TRACE log (for tlparse) into the run directory
 
     def __post_init__(self) -> None:
         if self.backend is not None and self.backend not in BACKENDS:

@@ -19,6 +19,7 @@ from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 
 RESULT_FILE = "result.json"
 ARRAYS_FILE = "arrays.npz"
+TRACE_DIR = "trace"  # TORCH_TRACE logs, when the check ran with `trace`
 SCHEMA_VERSION = 1
 
 
@@ -151,6 +152,11 @@ class CheckResult:
     def load(cls, run_dir: Path) -> "CheckResult":
         result = cls.from_json(json.loads((Path(run_dir) / RESULT_FILE).read_text()))
         return dataclasses.replace(result, run_dir=str(run_dir))
+
+    def _repr_html_(self) -> str:
+        from engine.html import render_html
+
+        return render_html(self)
 
     def load_arrays(self, leaf: LeafResult) -> dict[str, np.ndarray]:
         """The per-element arrays of a leaf: eager, compiled, and where computed ref, ulp."""

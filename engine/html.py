@@ -1,0 +1,72 @@
+"""A compact HTML summary of a CheckResult for Jupyter: verdict, the worst leaves, a small ULP heatmap."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+
+from engine.result import CheckResult, LeafResult
+
+_COLOURS = {"match": "#2e7d32", "benign": "#558b2f", "precision-cast": "#f9a825", "divergent": "#c62828", "error": "#6a1b9a"}
+_ROWS, _COLS = 12, 48
+
+
+def pooled_max(values: np.ndarray, rows: int = _ROWS, cols: int = _COLS) -> np.ndarray:
+    """Fold any-rank values into 2-D (leading dims x last dim) and take block maxima down to rows x cols."""
+    grid = values.reshape(1, -1) if values.ndim < 2 else values.reshape(-1, values.shape[-1])
+    grid = np.nan_to_num(grid.astype(np.float64), nan=np.inf)
+    for axis, limit in ((0, rows), (1, cols)):
+        n = grid.shape[axis]
+        if n > limit:
+            edges = np.linspace(0, n, limit + 1).astype(int)[:-1]
+            grid = np.maximum.reduceat(grid, edges, axis=axis)
+    return grid
+
+
+def _cell(value: float, top: float) -> str:
+    if value == 0:
+        colour = "#e0e0e0"  # bit-identical: visibly unlike the faintest error
+    else:
+        level = 1.0 if not math.isfinite(value) or top <= 1 else math.log10(value + 1) / math.log10(top + 1)
+        colour = f"hsl({int(55 - 55 * level)}, 90%, {int(70 - 30 * level)}%)"
+    return f'<td style="background:{colour};width:6px;height:10px;padding:0" title="{value:g} ULP"></td>'
+
+
+def heatmap_html(ulp: np.ndarray) -> str:
+    grid = pooled_max(ulp)
+    finite = grid[np.isfinite(grid)]
+    top = float(finite.max()) if finite.size else 1.0
+    rows = "".join("<tr>" + "".join(_cell(float(v), top) for v in row) + "</tr>" for row in grid)
+    return f'<table style="border-collapse:collapse;border:0">{rows}</table><small>max ULP per block; grey = bit-identical</small>'
+
+
+def _worst(result: CheckResult, k: int = 5) -> list[LeafResult]:
+    return sorted(result.leaves, key=lambda l: (-l.verdict.severity, -l.max_ulp))[:k]
+
+
+def render_html(result: CheckResult) -> str:
+    verdict = result.verdict.value
+    parts = [
+        f'<div style="font-family:sans-serif"><div style="font-weight:bold;color:{_COLOURS.get(verdict, "#000")}">'
+        f"{html.escape(verdict.upper())}</div><div>{html.escape(result.explanation)}</div>"
+    ]
+    if result.error is not None:
+        parts.append(f"<pre>{html.escape(result.error.message)}</pre>")
+    worst = _worst(result)
+    if worst:
+        head = "".join(f"<th>{h}</th>" for h in ("leaf", "shape", "dtype", "max abs", "max ULP", "mismatches", "verdict"))
+        body = "".join(
+            f"<tr><td>{html.escape(l.name)}</td><td>{'x'.join(map(str, l.shape or ())) or '-'}</td><td>{l.dtype or '-'}</td>"
+            f"<td>{l.max_abs:.3g}</td><td>{l.max_ulp:g}</td><td>{l.mismatches}/{l.numel}</td>"
+            f'<td style="color:{_COLOURS.get(l.verdict.value, "#000")}">{l.verdict.value}</td></tr>'
+            for l in worst
+        )
+        parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        arrays = result.load_arrays(worst[0]) if worst[0].mismatches else {}
+        if "ulp" in arrays and arrays["ulp"].size:
+            parts.append(f"<div>{html.escape(worst[0].name)}:</div>" + heatmap_html(arrays["ulp"]))
+    if result.run_dir:
+        parts.append(f"<small>run stored in {html.escape(result.run_dir)}</small>")
+    return "".join(parts) + "</div>"
