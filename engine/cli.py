@@ -180,10 +180,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from minimizer.cli import run as run_minimize
 
         return run_minimize(args)
-    if args.command == "minimize":
-        from minimizer.cli import run as run_minimize
-
-        return run_minimize(args)
     if args.command == "export":
         from engine.export import export_run
 
