@@ -346,12 +346,12 @@ def _hovertemplate(names: list[str], spec: SliceSpec, metric: Metric, pooled: bo
     if pooled:
         lines.append("block rows %{y}, cols %{x}")
         worst = _index_text(spec, f"%{{customdata[{ch['row']}]:d}}", f"%{{customdata[{ch['col']}]:d}}")
-        lines.append(f"worst element {worst}: {short} %{{customdata[0]:.4g}}")
+        lines.append(f"worst element {worst}: {short} %{{customdata[0]:.4~g}}")
     else:
-        lines.append(f"element {_index_text(spec, '%{y}', '%{x}')}: {short} %{{customdata[0]:.4g}}")
+        lines.append(f"element {_index_text(spec, '%{y}', '%{x}')}: {short} %{{customdata[0]:.4~g}}")
     for key, label in (("eager", "eager"), ("compiled", "compiled"), ("ref", "fp64")):
         if key in ch:
-            lines.append(f"{label} %{{customdata[{ch[key]}]:.9g}}")
+            lines.append(f"{label} %{{customdata[{ch[key]}]:.9~g}}")
     return "<br>".join(lines) + "<extra></extra>"
 
 
@@ -436,6 +436,8 @@ def _layout(fig: go.Figure, spec: SliceSpec, title: str, pooled: Pooled, x: obje
         yaxis.update(type="category", **_axis_ticks(list(y), h, pooled.block[0]))  # type: ignore[arg-type]
     rows = pooled.value.shape[0]
     height = 160 if rows == 1 else 520
+    if rows == 1:
+        yaxis.update(showticklabels=False, ticks="")
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
         xaxis=xaxis,

@@ -17,6 +17,7 @@ if _ROOT not in sys.path:
 import datetime as dt  # noqa: E402
 
 import streamlit as st  # noqa: E402
+from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
 from app import gallery, options_form, result_view, running  # noqa: E402
 from engine import OptionsError  # noqa: E402
@@ -83,16 +84,16 @@ def _open_run(run_id: str) -> None:
 # -- page parts ---------------------------------------------------------------------------------------------
 
 
-def past_runs() -> None:
-    st.sidebar.markdown("## Past runs")
+def past_runs(sidebar: DeltaGenerator) -> None:
+    sidebar.markdown("## Past runs")
     records = running.store().recent(30)
     if not records:
-        st.sidebar.caption("Runs you start are kept here (and stay after a restart).")
+        sidebar.caption("Runs you start are kept here (and stay after a restart).")
     current = st.session_state.get("current_run")
     for r in records:
         when = dt.datetime.fromtimestamp(r.created).strftime("%m-%d %H:%M")
         label = f"{result_view.ICON.get(r.verdict, result_view.ICON[None])} {r.name[:38]} · {when}"
-        st.sidebar.button(label, key=f"open:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", type="primary" if r.id == current else "secondary")
+        sidebar.button(label, key=f"open:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", type="primary" if r.id == current else "secondary")
 
 
 def gallery_section() -> None:
@@ -179,7 +180,7 @@ def main() -> None:
         # a new session: a ?run=<id> link (another tab, a restarted app) opens that stored run
         st.session_state["current_run"] = st.query_params.get("run")
     running.runner()  # starts the warm worker with the first page view
-    past_runs()
+    sidebar = st.sidebar.container()  # filled last, so it lists a run that finished during this script run
     st.markdown("## Divergence Explorer")
     st.caption("Runs a PyTorch program eagerly and with torch.compile, compares every element against an fp64 reference, and tells you whether compile changed the answer, where, and whether it matters.")
     left, right = st.columns([3, 2], gap="large")
@@ -203,6 +204,7 @@ def main() -> None:
         st.query_params["run"] = current
     st.divider()
     show_current()
+    past_runs(sidebar)
 
 
 main()

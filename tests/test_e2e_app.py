@@ -1,0 +1,118 @@
+"""End to end in a real browser: `divergence serve`, Debian chromium driven by playwright, a gallery case run.
+
+Leaves a screenshot in test-artifacts/. Skips (saying why) without playwright or /usr/bin/chromium;
+.ci/run installs chromium and the test extra brings playwright.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="python playwright is not installed (pip install -e '.[test]')")
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.skip(f"Debian chromium not found at {CHROMIUM} (.ci/run installs it: apt-get install chromium)", allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(divergence_home: Path, inductor_cache: Path) -> Iterator[str]:
+    port = free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "e2e-server.log", "wb")
+    env = {**os.environ, "DIVERGENCE_HOME": str(divergence_home), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
+    env.pop("STREAMLIT_SERVER_ADDRESS", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "serve", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"divergence serve did not come up; see {ARTIFACTS / 'e2e-server.log'}")
+        time.sleep(0.3)
+    try:
+        yield url
+    finally:
+        # SIGTERM lets Streamlit exit cleanly, so the app's runner closes its worker at exit
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def test_gallery_case_in_a_real_browser(server: str):
+    expect = sync_api.expect
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            page.goto(server)
+            expect(page.get_by_role("heading", name="Divergence Explorer")).to_be_visible(timeout=60_000)
+
+            page.locator("[data-testid='stSelectbox']").filter(has_text="Case").locator("input").click()
+            page.keyboard.type("Float floor division")
+            page.keyboard.press("Enter")
+            page.get_by_role("button", name="Load into the editor").click()
+            expect(page.get_by_label("Program")).to_have_value(re.compile(r'rounding_mode="floor"'), timeout=30_000)
+
+            page.get_by_role("button", name="Run check").click()
+            expect(page.get_by_text("Verdict: DIVERGENT")).to_be_visible(timeout=300_000)
+            heat = page.locator(".js-plotly-plot .heatmaplayer image").first
+            expect(heat).to_be_attached(timeout=60_000)
+
+            drag = page.locator(".js-plotly-plot .nsewdrag").first
+            drag.scroll_into_view_if_needed()
+            box = drag.bounding_box()
+            assert box is not None
+            page.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] / 2, steps=3)
+            expect(page.locator(".hoverlayer").first).to_contain_text("eager", timeout=10_000)  # hover data decoded in the browser
+
+            ARTIFACTS.mkdir(exist_ok=True)
+            shot = ARTIFACTS / "e2e-gallery-case.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+        finally:
+            browser.close()
