@@ -42,7 +42,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(divergence_home: Path, inductor_cache: Path) -> Iterator[str]:
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
@@ -83,36 +83,64 @@ def server(divergence_home: Path, inductor_cache: Path) -> Iterator[str]:
         log.close()
 
 
-def test_gallery_case_in_a_real_browser(server: str):
-    expect = sync_api.expect
+@pytest.fixture
+def page(server: str) -> Iterator[object]:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1800})
-            page.goto(server)
-            expect(page.get_by_role("heading", name="Divergence Explorer")).to_be_visible(timeout=60_000)
-
-            page.locator("[data-testid='stSelectbox']").filter(has_text="Case").locator("input").click()
-            page.keyboard.type("Float floor division")
-            page.keyboard.press("Enter")
-            page.get_by_role("button", name="Load into the editor").click()
-            expect(page.get_by_label("Program")).to_have_value(re.compile(r'rounding_mode="floor"'), timeout=30_000)
-
-            page.get_by_role("button", name="Run check").click()
-            expect(page.get_by_text("Verdict: DIVERGENT")).to_be_visible(timeout=300_000)
-            heat = page.locator(".js-plotly-plot .heatmaplayer image").first
-            expect(heat).to_be_attached(timeout=60_000)
-
-            drag = page.locator(".js-plotly-plot .nsewdrag").first
-            drag.scroll_into_view_if_needed()
-            box = drag.bounding_box()
-            assert box is not None
-            page.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] / 2, steps=3)
-            expect(page.locator(".hoverlayer").first).to_contain_text("eager", timeout=10_000)  # hover data decoded in the browser
-
-            ARTIFACTS.mkdir(exist_ok=True)
-            shot = ARTIFACTS / "e2e-gallery-case.png"
-            page.screenshot(path=str(shot), full_page=True)
-            assert shot.stat().st_size > 10_000
+            yield browser.new_page(viewport={"width": 1400, "height": 1800})
         finally:
             browser.close()
+
+
+SLOW = """import time, torch
+
+def fn(x):
+    return x + 1
+
+def inputs():
+    time.sleep(120)
+    return (torch.ones(3),)
+"""
+
+
+def test_live_stage_and_cancel_in_a_real_browser(server: str, page: object):
+    expect = sync_api.expect
+    page.goto(server)
+    program = page.get_by_label("Program")
+    program.fill(SLOW)
+    program.press("Control+Enter")
+    page.get_by_role("button", name="Run check").click()
+    expect(page.get_by_text("▶ loading")).to_be_visible(timeout=60_000)  # the live stage line
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.get_by_text("Verdict: ERROR")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("cancelled").first).to_be_visible()
+
+
+def test_gallery_case_in_a_real_browser(server: str, page: object):
+    expect = sync_api.expect
+    page.goto(server)
+    expect(page.get_by_role("heading", name="Divergence Explorer")).to_be_visible(timeout=60_000)
+
+    page.locator("[data-testid='stSelectbox']").filter(has_text="Case").locator("input").click()
+    page.keyboard.type("Float floor division")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Load into the editor").click()
+    expect(page.get_by_label("Program")).to_have_value(re.compile(r'rounding_mode="floor"'), timeout=30_000)
+
+    page.get_by_role("button", name="Run check").click()
+    expect(page.get_by_text("Verdict: DIVERGENT")).to_be_visible(timeout=300_000)
+    heat = page.locator(".js-plotly-plot .heatmaplayer image").first
+    expect(heat).to_be_attached(timeout=60_000)
+
+    drag = page.locator(".js-plotly-plot .nsewdrag").first
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] / 2, steps=3)
+    expect(page.locator(".hoverlayer").first).to_contain_text("eager", timeout=10_000)  # hover data decoded in the browser
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "e2e-gallery-case.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
