@@ -6,6 +6,7 @@ Importing this package does not import torch; checks run in a worker process.
 from engine.api import check_file, check_source, default_runner, load_result
 from engine.live import NotShippable, check
 from engine.options import CheckOptions, OptionsError
+from engine.paths import home as data_dir
 from engine.result import CheckResult, ErrorInfo, GeneratedCode, Kernel, LeafResult, OutputCode, SeedOutcome
 from engine.runner import Job, Progress, Runner
 from engine.snippet import SnippetError, SnippetStyle, detect_style
@@ -34,6 +35,7 @@ __all__ = [
     "check",
     "check_file",
     "check_source",
+    "data_dir",
     "default_runner",
     "detect_style",
     "load_result",

@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--noise-ulps", type=float, default=CheckOptions.noise_ulps, help="...plus this many ULPs of the output's magnitude (default %(default)s)")
     check.add_argument("--timeout", type=float, default=CheckOptions.timeout_s, help="wall-time limit in seconds (default %(default)s)")
     check.add_argument("--memory-mb", type=int, default=CheckOptions.memory_limit_mb, help="memory limit (default %(default)s)")
+    check.add_argument("--triton-cpu", action="store_true", help="also compile with Inductor's Triton backend on CPU tensors (interpreted; shows the Triton kernels on any host)")
     check.add_argument("--json", type=Path, metavar="OUT", help="write the result as JSON (arrays beside it as OUT's stem + .npz)")
     check.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
@@ -93,6 +94,7 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
         recheck_precision_casts=args.recheck,
         benign_factor=args.factor,
         noise_ulps=args.noise_ulps,
+        triton_cpu=args.triton_cpu,
         timeout_s=args.timeout,
         memory_limit_mb=args.memory_mb,
     )

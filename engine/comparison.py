@@ -53,6 +53,7 @@ class CallSettings:
     emit: Callable[[str], None]
     notes: list[str] = field(default_factory=list)
     compiled_calls: int = 0
+    compiled_failure: str = "the compiled program raised (eager did not)"
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -120,7 +121,7 @@ def compare_call(
     except StageError:
         raise
     except BaseException as exc:
-        raise stage_error(ErrorKind.COMPILE, exc, "the compiled program raised (eager did not)") from None
+        raise stage_error(ErrorKind.COMPILE, exc, settings.compiled_failure) from None
 
     r_out: Any = None
     r_inputs: Any = None

@@ -42,8 +42,11 @@ class _Run:
     stage: str = "loading"
     stage_start: float = dataclasses.field(default_factory=time.monotonic)
     stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    code: GeneratedCode = dataclasses.field(default_factory=GeneratedCode)  # kept even when a later stage fails
     namespace: dict[str, Any] | None = None  # live objects handed over in-process, instead of executing source
     trace_dir: Path | None = None
+    compiled_failure: str = "the compiled program raised (eager did not)"
+    notes: list[str] = dataclasses.field(default_factory=list)  # shared by every stage, kept on failure too
 
     def emit(self, stage: str) -> None:
         now = time.monotonic()
@@ -53,7 +56,9 @@ class _Run:
 
     def settings(self) -> CallSettings:
         o = self.options
-        return CallSettings(o.strict, o.benign_factor, o.noise_ulps, o.backward, o.fp64_reference, o.max_stored_elements, self.emit)
+        settings = CallSettings(o.strict, o.benign_factor, o.noise_ulps, o.backward, o.fp64_reference, o.max_stored_elements, self.emit, self.notes)
+        settings.compiled_failure = self.compiled_failure
+        return settings
 
 
 def run_check(
@@ -66,22 +71,23 @@ def run_check(
     run = _Run(options, source, filename, emit, namespace=namespace, trace_dir=run_dir / TRACE_DIR if options.trace else None)
     run.emit("loading")
     code = GeneratedCode()
-    notes: list[str] = []
     try:
         run.style = detect_style(source, filename)
         run.device = _pick_device(options)
+        if options.triton_cpu:
+            _enable_triton_cpu(run)
         with _inductor_config(options.inductor_config):
-            outcomes, code, notes = _check_all_seeds(run)
+            outcomes, code = _check_all_seeds(run)
             leaves, seeds, arrays = _pick_worst_seed(outcomes)
             if _wants_precision_recheck(options, outcomes, leaves):
-                leaves = _precision_recheck(run, leaves, seeds, notes)
+                leaves = _precision_recheck(run, leaves, seeds)
                 seeds = _resummarize_worst_seed(seeds, leaves)
     except SnippetError as exc:
-        return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), code)
+        return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), run.code)
     except StageError as exc:
-        return _finish_error(run, run_dir, ErrorInfo(exc.kind, exc.message, exc.tb), code, notes)
+        return _finish_error(run, run_dir, ErrorInfo(exc.kind, exc.message, exc.tb), run.code)
     except _OptionsProblem as exc:
-        return _finish_error(run, run_dir, ErrorInfo(ErrorKind.OPTIONS, str(exc)), code)
+        return _finish_error(run, run_dir, ErrorInfo(ErrorKind.OPTIONS, str(exc)), run.code)
     run.emit("done")
     verdict = worst([leaf.verdict for leaf in leaves])
     explanation = oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])
@@ -96,17 +102,87 @@ def run_check(
         leaves=tuple(leaves),
         code=code,
         seeds=tuple(seeds),
-        notes=tuple(notes),
+        notes=tuple(run.notes),
         environment=environment(run.device),
         stage_seconds=run.stage_seconds,
         run_dir=str(run_dir),
     )
     result.save(run_dir)
+    if options.localize is not None:
+        _localize(run, result, run_dir)
     return result
+
+
+def _localize(run: _Run, result: CheckResult, run_dir: Path) -> None:
+    """A localization task after the check (its own child, so its state dies with it); writes a side file."""
+    if result.verdict is Verdict.ERROR:  # nothing to localize, and the side file's absence says so
+        return
+    if run.options.localize == "bisect":
+        from engine.bisector import run_in_worker
+    else:
+        from engine.intermediates import run_in_worker  # type: ignore[assignment]
+    run.emit(f"localize: {run.options.localize}")
+    with _inductor_config(run.options.inductor_config):
+        run_in_worker(run, result, run_dir)
+    run.emit("done")
+
+
+def _derived(run: _Run, args: Any, seed: int) -> Any:
+    """A probe's inputs: the snippet's own, re-derived (special values, layouts, sizes) from `seed`."""
+    if run.options.derive_inputs is None:
+        return args
+    from engine.derive import NOT_APPLICABLE, NotApplicable, derive
+
+    try:
+        return derive(run.options.derive_inputs, args, seed)
+    except NotApplicable as exc:
+        raise StageError(ErrorKind.OPTIONS, NOT_APPLICABLE + str(exc)) from None
+
+
+def _compare_calls(run: _Run, fn: Any, compiled: Any, args: Any, make_inputs: Callable[[], Any], seed: int, dtype: Any, settings: CallSettings) -> list[CallOutcome]:
+    """Call 0 on `args`; with `calls` > 1, call k on the inputs of seed + k, the compiled callable and any
+    state it changed carried over: guards, caches and mutated state only show on a re-execution."""
+    calls = run.options.calls
+    outcome, _ = compare_call(fn, compiled, args, {}, seed, settings, prefix="call0: " if calls > 1 else "")
+    outcomes = [outcome]
+    for k in range(1, calls):
+        try:
+            seed_everything(seed + k)
+            args_k = _derived(run, casting.move(make_inputs(), run.device, dtype), seed + k)
+        except (SnippetError, StageError):
+            raise
+        except BaseException as exc:
+            raise stage_error(ErrorKind.SNIPPET, exc, "making the inputs raised") from None
+        outcomes.append(compare_call(fn, compiled, args_k, {}, seed + k, settings, prefix=f"call{k}: ")[0])
+    return outcomes
 
 
 class _OptionsProblem(Exception):
     pass
+
+
+def _enable_triton_cpu(run: _Run) -> None:
+    from engine import triton_cpu
+
+    reason = triton_cpu.unavailable_reason()
+    if reason is not None:
+        raise _OptionsProblem(f"Triton on CPU is off: {reason}")
+    run.device = "cpu"
+    triton_cpu.enable(interpret=True)
+    run.compiled_failure = "Triton's interpreter could not run the generated kernels (their source is kept)"
+
+
+def _interpreter_fits(run: _Run, args: Any, settings: CallSettings) -> None:
+    """The interpreter takes seconds per small kernel: above the size limit, generate the source only."""
+    from engine import triton_cpu
+    from engine.leaves import tensors_of
+
+    total = sum(t.numel() for _, t in tensors_of(args, "args"))
+    limit = run.options.triton_interpret_max_elements
+    fits = total <= limit
+    triton_cpu.set_interpret(fits)
+    if not fits:
+        settings.note(f"Triton source only: the inputs hold {total} elements, above the interpreter's limit of {limit}")
 
 
 def _pick_device(options: CheckOptions) -> str:
@@ -130,7 +206,7 @@ def _inductor_config(overrides: Any) -> Iterator[None]:
         patch.__exit__(None, None, None)
 
 
-def _check_all_seeds(run: _Run) -> tuple[list[tuple[int, list[CallOutcome]]], GeneratedCode, list[str]]:
+def _check_all_seeds(run: _Run) -> tuple[list[tuple[int, list[CallOutcome]]], GeneratedCode]:
     settings = run.settings()
     seeds = [run.options.seed + i for i in range(run.options.seeds)]
     with capture_generated_code(run.trace_dir) as captured:
@@ -140,8 +216,8 @@ def _check_all_seeds(run: _Run) -> tuple[list[tuple[int, list[CallOutcome]]], Ge
             else:
                 outcomes = _run_program(run, seeds, settings)
         finally:
-            code = captured.result()
-    return outcomes, code, settings.notes
+            run.code = captured.result()
+    return outcomes, run.code
 
 
 def _load_namespace(run: _Run, seed: int, as_main: bool) -> dict[str, Any]:
@@ -187,8 +263,10 @@ def _run_program(run: _Run, seeds: list[int], settings: CallSettings) -> list[tu
             raise
         except BaseException as exc:
             raise stage_error(ErrorKind.SNIPPET, exc, "making the inputs raised") from None
-        outcome, _ = compare_call(program.fn, compiled, args, {}, seed, settings)
-        results.append((seed, [outcome]))
+        if run.options.triton_cpu:
+            _interpreter_fits(run, args, settings)
+        args = _derived(run, args, seed)
+        results.append((seed, _compare_calls(run, program.fn, compiled, args, make_inputs, seed, dtype, settings)))
     return results
 
 
@@ -200,6 +278,7 @@ def _run_repro(run: _Run, seed: int, settings: CallSettings) -> list[CallOutcome
 
     def checked(compiled: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
+            args = _derived(run, args, seed + len(outcomes))
             outcome, out = compare_call(original, compiled, args, kwargs, seed + len(outcomes), settings, prefix=f"call{len(outcomes)}: ")
             outcomes.append(outcome)
             return out
@@ -285,7 +364,7 @@ def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, li
     Any value-divergent leaf qualifies (a program may cast to bf16 internally and return fp32); a benign
     one only where low precision is visible, since fp32 reassociation is the usual cause there.
     """
-    if not options.recheck_precision_casts or options.inductor_config.get("emulate_precision_casts"):
+    if not options.recheck_precision_casts or options.inductor_config.get("emulate_precision_casts") or options.triton_cpu:
         return False
     if options.backend not in (None, "inductor"):
         return False
@@ -294,7 +373,7 @@ def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, li
     return any(l.verdict is Verdict.DIVERGENT for l in value_leaves) or (low and any(l.verdict is Verdict.BENIGN for l in value_leaves))
 
 
-def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutcome], notes: list[str]) -> list[LeafResult]:
+def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutcome]) -> list[LeafResult]:
     """Re-run the worst seed with emulate_precision_casts=True; leaves it fixes are precision-cast."""
     import torch._dynamo
     import torch._inductor.config as inductor_config
@@ -310,7 +389,7 @@ def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutc
             else:
                 calls = _run_program(run, [worst_seed], settings)[0][1]
     except (StageError, SnippetError) as exc:
-        notes.append(f"precision-cast recheck failed: {str(exc)[:200]}")
+        run.notes.append(f"precision-cast recheck failed: {str(exc)[:200]}")
         return leaves
     rechecked = {l.name: l for l in _merge(calls)[0]}
     updated = []
@@ -342,7 +421,7 @@ def _save_arrays(run_dir: Path, arrays: dict[str, dict[str, np.ndarray]], leaves
         tmp.replace(run_dir / ARRAYS_FILE)
 
 
-def _finish_error(run: _Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode, notes: list[str] | None = None) -> CheckResult:
+def _finish_error(run: _Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode) -> CheckResult:
     run.emit("done")
     result = CheckResult(
         verdict=Verdict.ERROR,
@@ -351,7 +430,7 @@ def _finish_error(run: _Run, run_dir: Path, error: ErrorInfo, code: GeneratedCod
         style=run.style.value if run.style else None,
         error=error,
         code=code,
-        notes=tuple(notes or ()),
+        notes=tuple(run.notes),
         environment=environment(run.device),
         stage_seconds=run.stage_seconds,
         run_dir=str(run_dir),

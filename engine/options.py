@@ -9,6 +9,10 @@ from typing import Any, Mapping
 BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 CAST_DTYPES = ("bf16", "fp16")
+# input derivations a probe may ask the worker to apply (engine/derive.py implements them)
+INPUT_PROBES = ("special", "transposed", "noncontiguous", "expanded", "offset", "odd_sizes")
+# localization tasks run in the worker after the check (engine/bisector.py, engine/intermediates.py)
+LOCALIZE_TASKS = ("bisect", "intermediates")
 
 
 class OptionsError(ValueError):
@@ -43,6 +47,13 @@ class CheckOptions:
     memory_limit_mb: int = 8192
     max_stored_elements: int = 16 * 1024 * 1024
     trace: bool = False  # also write a TORCH_TRACE log (for tlparse) into the run directory
+    derive_inputs: str | None = None  # one of INPUT_PROBES: re-derive the inputs (seeded by `seed`) before the check
+    calls: int = 1  # call the compiled callable this many times per seed (call k on the inputs of seed+k)
+    localize: str | None = None  # one of LOCALIZE_TASKS, run in the worker after the check; writes a side file
+    # compile with Inductor's Triton backend on CPU tensors (see engine.triton_cpu); through the API this
+    # adds a second, separate job beside the usual check
+    triton_cpu: bool = False
+    triton_interpret_max_elements: int = 1 << 16
 
     def __post_init__(self) -> None:
         if self.backend is not None and self.backend not in BACKENDS:
@@ -55,6 +66,12 @@ class CheckOptions:
             raise OptionsError(f"device must be cpu or cuda, not {self.device!r}")
         if self.seeds < 1:
             raise OptionsError("seeds must be at least 1")
+        if self.derive_inputs is not None and self.derive_inputs not in INPUT_PROBES:
+            raise OptionsError(f"derive_inputs must be one of {', '.join(INPUT_PROBES)}, not {self.derive_inputs!r}")
+        if self.calls < 1:
+            raise OptionsError("calls must be at least 1")
+        if self.localize is not None and self.localize not in LOCALIZE_TASKS:
+            raise OptionsError(f"localize must be one of {', '.join(LOCALIZE_TASKS)}, not {self.localize!r}")
         if self.benign_factor < 1.0:
             raise OptionsError("benign_factor must be at least 1")
         if self.noise_ulps < 0:
@@ -74,12 +91,13 @@ class CheckOptions:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "CheckOptions":
+    def from_json(cls, data: Mapping[str, Any], strict: bool = True) -> "CheckOptions":
+        """Options from JSON; `strict=False` (stored runs of another version) drops names it does not know."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
-        if unknown:
+        if unknown and strict:
             raise OptionsError(f"unknown option(s): {', '.join(unknown)}")
-        return cls(**dict(data))
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     def compile_kwargs(self, snippet_kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """torch.compile's keyword arguments: the snippet's own, overridden by the options that are set."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from engine.result import CheckResult, LeafResult
 
+LABEL = "interpreted Triton, not GPU Triton"
+
 _COLUMNS = ("leaf", "kind", "shape", "dtype", "max abs", "max rel", "max ULP", "mismatch", "NaN/inf/±0", "verdict")
 
 
@@ -78,6 +80,16 @@ def render(result: CheckResult) -> str:
             f"  compiled: {len(code.fx_graphs)} graph(s), {len(code.output_code)} output module(s), {kernels} kernel(s), "
             f"{len(code.graph_breaks)} graph break(s), {len(code.recompiles)} recompilation(s)"
         )
+    companion = result.load_triton_cpu() if result.triton_cpu else None
+    if companion is not None:
+        out.append("")
+        out.append(f"TRITON ON CPU ({LABEL}): {companion.verdict.value.upper()}")
+        if companion.leaves:
+            out.append(table(companion.leaves))
+        out.append(f"  {companion.explanation}")
+        out.extend(f"  note: {note}" for note in companion.notes)
+        kernels = [k.name for o in companion.code.output_code for k in o.kernels if k.language == "triton"]
+        out.append(f"  Triton kernels: {', '.join(kernels) or 'none captured'}")
     if result.run_dir:
         out.append(f"  run stored in {result.run_dir}")
     return "\n".join(out)

@@ -118,6 +118,13 @@ class CheckResult:
     stage_seconds: Mapping[str, float] = field(default_factory=dict)
     output_tail: str = ""
     run_dir: str | None = None
+    triton_cpu: str | None = None  # subfolder of run_dir holding the Triton-on-CPU pass, when one ran
+
+    def load_triton_cpu(self) -> "CheckResult | None":
+        """The Triton-on-CPU pass beside this check (interpreted Triton, not GPU Triton), if it ran."""
+        if self.triton_cpu is None or self.run_dir is None:
+            return None
+        return CheckResult.load(Path(self.run_dir) / self.triton_cpu)
 
     @property
     def exit_code(self) -> int:
@@ -234,7 +241,7 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
     SeedOutcome: {"verdict": Verdict},
     CheckResult: {
         "verdict": Verdict,
-        "options": CheckOptions.from_json,
+        "options": lambda raw: CheckOptions.from_json(raw, strict=False),
         "leaves": lambda raw: tuple(_from_jsonable(LeafResult, l) for l in raw),
         "error": lambda raw: _from_jsonable(ErrorInfo, raw),
         "code": lambda raw: _from_jsonable(GeneratedCode, raw),

@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from engine.options import CheckOptions
 from engine.paths import home, inductor_cache_dir, new_run_dir
@@ -210,9 +210,10 @@ def _group_rss(pid: int) -> int:
 class Runner:
     """Owns one warm worker process and the checks running in it."""
 
-    def __init__(self, cache_dir: Path | None = None, python: str | None = None) -> None:
+    def __init__(self, cache_dir: Path | None = None, python: str | None = None, env: Mapping[str, str] | None = None) -> None:
         self.cache_dir = cache_dir or inductor_cache_dir()
         self.python = python or sys.executable
+        self.env = dict(env or {})  # set in the worker before it imports torch
         self._proc: subprocess.Popen[bytes] | None = None
         self._jobs: dict[str, tuple[Job, subprocess.Popen[bytes]]] = {}
         self._lock = threading.Lock()
@@ -230,7 +231,7 @@ class Runner:
             raise WorkerUnavailable(f"the worker did not become ready; its stderr is in {home() / 'worker.log'}")
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        env = dict(os.environ)
+        env = {**os.environ, **self.env}
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(self.cache_dir))
         env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pool to re-spawn in every forked child
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # keep the warm parent from initialising CUDA before it forks

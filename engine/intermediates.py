@@ -1,0 +1,394 @@
+"""The first diverging intermediate: which node of the compiled graph first computes a different value.
+
+Inductor's intermediate hooks (`generate_intermediate_hooks`) report only buffers that a Triton kernel
+or an extern kernel leaves live; fused C++ kernels on CPU report nothing. So instead every tensor node
+of the graph that Inductor compiles (the ATen graph after AOTAutograd) is made an extra output: the
+compiled code then stores each intermediate from inside the same fused kernels, and a wrapper strips
+the extras before AOTAutograd sees the outputs. The same graph, copied before Inductor touches it, is
+run eagerly node by node with torch.fx.Interpreter on the very inputs the compiled graph received (and
+once more in float64 for the reference); the first node in graph order whose value the oracle calls
+divergent is the report. Its kernel is found in the generated wrapper by the buffer it returns.
+
+Caveat, reported rather than hidden: the extra outputs can change fusion, so the report says whether
+the final output still diverges in the instrumented compile. Caches are off in the child, so an
+instrumented artifact never reaches another check.
+
+`first_diverging_intermediate` is the caller side (no torch); `run_in_worker` runs in the child.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from engine.options import CheckOptions
+from engine.runner import Runner
+from engine.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from engine.execution import _Run
+    from engine.result import CheckResult, OutputCode
+
+INTERMEDIATES_FILE = "intermediates.json"
+_MAX_LISTED = 20
+
+
+@dataclass(frozen=True)
+class NodeDiff:
+    graph: int  # which compiled graph (graph breaks make several)
+    node: str  # FX node name, as in the graph Inductor compiled
+    op: str  # e.g. "aten.floor_divide.default"
+    verdict: Verdict
+    explanation: str
+    mismatches: int = 0
+    numel: int = 0
+    max_ulp: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "verdict": self.verdict.value}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "NodeDiff":
+        return cls(**{**data, "verdict": Verdict(data["verdict"])})
+
+
+@dataclass(frozen=True)
+class IntermediatesReport:
+    status: str  # "found", "none-diverges", "not-divergent", "not-applicable", "failed"
+    explanation: str
+    first: NodeDiff | None = None
+    kernel: str | None = None  # the generated kernel that computes the first diverging node
+    kernel_source: str | None = None
+    output_code_label: str | None = None  # which OutputCode of the run's generated code (e.g. "0_inference")
+    wrapper_line: int | None = None  # 1-based line of the kernel's call in the wrapper
+    anchor: str | None = None  # "kernel-<name>": the generated-code view's anchor for that kernel
+    diverging_nodes: tuple[str, ...] = ()  # in graph order, the first few
+    compared_nodes: int = 0
+    reproduced: bool = False  # the final output still diverges with every intermediate exposed
+    graph_code: str = ""  # the ATen graph that was compared, readable
+    run_dir: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["first"] = self.first.to_json() if self.first else None
+        data["diverging_nodes"] = list(self.diverging_nodes)
+        data["notes"] = list(self.notes)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "IntermediatesReport":
+        known = set(cls.__dataclass_fields__)
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["first"] = NodeDiff.from_json(data["first"]) if data.get("first") else None
+        kwargs["diverging_nodes"] = tuple(data.get("diverging_nodes", ()))
+        kwargs["notes"] = tuple(data.get("notes", ()))
+        return cls(**kwargs)
+
+
+def first_diverging_intermediate(
+    runner: Runner, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None
+) -> IntermediatesReport:
+    """Check the snippet, then localize its first diverging intermediate in the same child."""
+    opts = (options or CheckOptions()).replace(localize="intermediates", seeds=1, recheck_precision_casts=False)
+    result = runner.check(source, opts, filename, run_dir)
+    assert result.run_dir is not None
+    path = Path(result.run_dir) / INTERMEDIATES_FILE
+    if path.exists():
+        report = IntermediatesReport.from_json(json.loads(path.read_text()))
+        return IntermediatesReport(**{**report.__dict__, "run_dir": result.run_dir})
+    return IntermediatesReport("failed", result.explanation if result.verdict is Verdict.ERROR else "no result was written (see output.log)", run_dir=result.run_dir)
+
+
+# ---------------------------------------------------------------- in the worker child
+
+
+@dataclass
+class _Graph:
+    """One graph Inductor compiled: its pristine copy, the nodes exposed, and the first call's values."""
+
+    reference: Any  # torch.fx.GraphModule, before Inductor's passes
+    exposed: list[str]
+    ops: dict[str, str]
+    n_outputs: int
+    inputs: list[Any] | None = None
+    values: list[Any] | None = None
+
+
+def run_in_worker(run: "_Run", result: "CheckResult", run_dir: Path) -> None:
+    out = run_dir / INTERMEDIATES_FILE
+    targets = {l.name for l in result.leaves if l.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
+    if not targets:
+        report = IntermediatesReport("not-divergent", f"nothing to localize: the check is {result.verdict.value}")
+    else:
+        try:
+            report = _localize(run, targets)
+        except Exception as exc:  # localization is best effort: the check's own result stands
+            import traceback
+
+            report = IntermediatesReport("failed", f"{type(exc).__name__}: {exc}", notes=(traceback.format_exc()[-2000:],))
+    out.write_text(json.dumps(report.to_json()))
+
+
+def _localize(run: "_Run", targets: set[str]) -> IntermediatesReport:
+    import torch
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    from engine.capture import capture_generated_code
+    from engine.comparison import StageError
+    from engine.execution import _merge, _run_program, _run_repro
+    from engine.snippet import SnippetError, SnippetStyle
+
+    graphs: list[_Graph] = []
+    backend = _instrumenting_backend(graphs)
+    real_compile = torch.compile
+
+    def compile_instrumented(model: Any = None, **kwargs: Any) -> Any:
+        if model is None:
+            return lambda m: compile_instrumented(m, **kwargs)
+        chosen = kwargs.get("backend", "inductor")
+        if chosen != "inductor":
+            raise _NotApplicable(f"the program is compiled with backend {chosen!r}; only Inductor's graph can be instrumented")
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("mode", "backend")}
+        return real_compile(model, backend=backend, **kwargs)
+
+    seed = run.options.seed
+    settings = run.settings()
+    torch._dynamo.reset()
+    torch.compile = compile_instrumented  # type: ignore[assignment]
+    try:
+        # caches off: a cache hit would skip the instrumentation, and an instrumented artifact must never
+        # be served to another check
+        with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False), capture_generated_code(None) as captured:
+            try:
+                if run.style is SnippetStyle.REPRO:
+                    outcomes = _run_repro(run, seed, settings)
+                else:
+                    outcomes = _run_program(run, [seed], settings)[0][1]
+            finally:
+                code = captured.result()
+    except _NotApplicable as exc:
+        return IntermediatesReport("not-applicable", str(exc))
+    except (StageError, SnippetError) as exc:
+        message = exc.message if isinstance(exc, StageError) else str(exc)
+        if "_NotApplicable" in message or "only Inductor's graph" in message:
+            return IntermediatesReport("not-applicable", message.split(": ", 1)[-1][:500])
+        return IntermediatesReport("failed", f"the instrumented run failed: {message[:500]}")
+    finally:
+        torch.compile = real_compile  # type: ignore[assignment]
+        torch._dynamo.reset()
+    leaves = _merge(outcomes)[0]
+    reproduced = any(l.name in targets and l.verdict is Verdict.DIVERGENT for l in leaves)
+    if not graphs:
+        return IntermediatesReport("not-applicable", "Inductor compiled no graph (the program ran without a compiled region)", reproduced=reproduced)
+
+    diffs: list[NodeDiff] = []
+    compared = 0
+    notes: list[str] = []
+    for index, graph in enumerate(graphs):
+        if graph.inputs is None or graph.values is None:
+            notes.append(f"graph {index} was compiled but never run")
+            continue
+        found, count = _compare_graph(index, graph, run.options, notes)
+        diffs.extend(found)
+        compared += count
+    graph_code = "\n\n".join(g.reference.code.strip() for g in graphs)
+    listed = tuple(f"{d.node} ({d.op})" for d in diffs[:_MAX_LISTED])
+    if not diffs:
+        where = "every intermediate matches the eager run of the same ATen graph"
+        why = (
+            "; the divergence arises before Inductor (Dynamo capture, AOTAutograd or decompositions): see the ablation ladder"
+            if reproduced
+            else "; with every intermediate exposed the output no longer diverges (the extra outputs changed fusion)"
+        )
+        return IntermediatesReport("none-diverges", where + why, compared_nodes=compared, reproduced=reproduced, graph_code=graph_code, notes=tuple(notes))
+    first = diffs[0]
+    label, kernel, source, line = _kernel_for(code.output_code, graphs, first)
+    ops_after = f"; {len(diffs) - 1} later node(s) diverge too" if len(diffs) > 1 else ""
+    explanation = (
+        f"first diverging intermediate: {first.node} = {first.op}(...) in graph {first.graph}"
+        f"{f', computed by kernel {kernel}' if kernel else ''}: {first.explanation}{ops_after}"
+    )
+    if not reproduced:
+        explanation += " (caution: with every intermediate exposed, the final output no longer diverges)"
+    return IntermediatesReport(
+        "found", explanation, first, kernel, source, label, line, f"kernel-{kernel}" if kernel else None,
+        listed, compared, reproduced, graph_code, notes=tuple(notes),
+    )
+
+
+class _NotApplicable(BaseException):
+    """Raised through the snippet's code (a BaseException, so `except Exception` there cannot swallow it)."""
+
+
+def _instrumenting_backend(graphs: list[_Graph]) -> Any:
+    import copy
+
+    import torch
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    def inner(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
+        reference = copy.deepcopy(gm)
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        raw = output.args[0]
+        original = list(raw) if isinstance(raw, (tuple, list)) else [raw]
+        already = {n for n in original if isinstance(n, torch.fx.Node)}
+        exposed = [n for n in gm.graph.nodes if n.op == "call_function" and n not in already and _exposable(n)]
+        output.args = (tuple(original + exposed),)
+        gm.recompile()
+        record = _Graph(reference, [n.name for n in exposed], {n.name: _op_name(n.target) for n in exposed}, len(original))
+        graphs.append(record)
+        compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+        call = getattr(compiled, "current_callable", None)
+        if call is None:
+            raise RuntimeError(f"cannot instrument {type(compiled).__name__}: it has no current_callable")
+
+        def recording(inputs: list[Any]) -> Any:
+            if record.inputs is None:  # the boxed call clears its list: copy first
+                record.inputs = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            outs = call(inputs)
+            if record.values is None:
+                record.values = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outs[record.n_outputs :]]
+            return type(outs)(outs[: record.n_outputs]) if isinstance(outs, tuple) else list(outs[: record.n_outputs])
+
+        compiled.current_callable = recording
+        return compiled
+
+    def backend(gm: Any, example_inputs: Any, mode: Any = None, options: Any = None) -> Any:
+        return compile_fx(gm, example_inputs, inner_compile=inner, config_patches=dict(options or {}))
+
+    return backend
+
+
+def _exposable(node: Any) -> bool:
+    import torch
+
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return False
+    schema = getattr(node.target, "_schema", None)
+    if schema is not None and schema.is_mutable:  # in-place epilogues (copy_ into inputs) are not values
+        return False
+    return all(isinstance(s, int) for s in val.shape)  # symbolic sizes: skip rather than guess
+
+
+def _op_name(target: Any) -> str:
+    name = str(target)
+    return name if name.startswith(("aten.", "prims.")) else getattr(target, "__name__", name)
+
+
+def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list[str]) -> tuple[list[NodeDiff], int]:
+    import torch
+
+    from engine import oracle
+    from engine.casting import to_fp64_tensor
+    from engine.metrics import compare_values
+
+    eager = _interpret(graph.reference, graph.inputs or [])
+    try:
+        ref = _interpret(graph.reference, [to_fp64_tensor(x) if isinstance(x, torch.Tensor) else x for x in graph.inputs or []])
+    except Exception as exc:  # many graphs pin float32 somewhere; tolerances judge then
+        ref = {}
+        notes.append(f"graph {index}: no float64 reference ({type(exc).__name__}); nodes judged by tolerances")
+    diffs: list[NodeDiff] = []
+    compared = 0
+    for name, compiled in zip(graph.exposed, graph.values or []):
+        e = eager.get(name)
+        if not isinstance(e, torch.Tensor) or not isinstance(compiled, torch.Tensor):
+            continue
+        op = graph.ops.get(name, "?")
+        compared += 1
+        if e.shape != compiled.shape or e.dtype != compiled.dtype:
+            diffs.append(NodeDiff(index, name, op, Verdict.DIVERGENT, f"shape/dtype {list(e.shape)} {e.dtype} vs compiled {list(compiled.shape)} {compiled.dtype}", numel=e.numel()))
+            continue
+        r = ref.get(name)
+        r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
+        metrics, _ = compare_values(e, compiled, r)
+        j = oracle.judge_values(metrics, strict=options.strict, factor=options.benign_factor, noise_ulps=options.noise_ulps)
+        if j.verdict is Verdict.DIVERGENT:
+            diffs.append(NodeDiff(index, name, op, j.verdict, j.explanation, metrics.mismatches, metrics.numel, metrics.max_ulp))
+    return diffs, compared
+
+
+def _interpret(gm: Any, inputs: list[Any]) -> dict[str, Any]:
+    """Every node's value, by name, running the graph eagerly (on copies: some graphs mutate inputs)."""
+    import torch
+    import torch.fx
+
+    values: dict[str, Any] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            value = super().run_node(n)
+            values[n.name] = value
+            return value
+
+    with torch.no_grad():
+        Recorder(gm).run(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+    return values
+
+
+_CALL = re.compile(r"^\s*(?:\w+\s*=\s*)?(?P<name>[\w.]+?)(?:\.run)?\((?P<args>.*)\)\s*$")
+_SKIP_CALLS = ("empty_strided", "empty_strided_cpu", "empty_strided_cuda", "assert_size_stride", "reinterpret_tensor", "torch.", "del", "assert_alignment")
+
+
+def _kernel_for(output_code: "tuple[OutputCode, ...]", graphs: list[_Graph], first: NodeDiff) -> tuple[str | None, str | None, str | None, int | None]:
+    """(output code label, kernel name, kernel source, wrapper line) of the kernel that stores the node."""
+    if first.graph >= len(output_code):
+        return None, None, None, None
+    code = output_code[first.graph]
+    graph = graphs[first.graph]
+    lines = code.source.splitlines()
+    returned = _returned_buffers(lines)
+    position = graph.n_outputs + graph.exposed.index(first.node)
+    if position >= len(returned) or returned[position] is None:
+        return code.label, None, None, None
+    names = _aliases(lines, returned[position])
+    for number, line in enumerate(lines, 1):
+        match = _CALL.match(line)
+        if not match or match["name"].startswith(_SKIP_CALLS) or match["name"] in _SKIP_CALLS:
+            continue
+        used = set(re.findall(r"\b(buf\d+)\b", match["args"]))
+        if used & names:
+            kernel = match["name"]
+            source = next((k.source for k in code.kernels if k.name == kernel), None)
+            return code.label, kernel, source, number
+    return code.label, None, None, None
+
+
+def _returned_buffers(lines: list[str]) -> list[str | None]:
+    """The buffer behind each returned value of the wrapper's call(): `buf3`, or None for inputs/constants."""
+    for line in reversed(lines):
+        stripped = line.strip()
+        if stripped.startswith("return (") and ("buf" in stripped or "arg" in stripped):
+            try:
+                node = ast.parse(stripped[len("return "):], mode="eval").body
+            except SyntaxError:
+                return []
+            items = node.elts if isinstance(node, ast.Tuple) else [node]
+            found: list[str | None] = []
+            for item in items:
+                names = [n.id for n in ast.walk(item) if isinstance(n, ast.Name) and n.id.startswith("buf")]
+                found.append(names[0] if names else None)
+            return found
+    return []
+
+
+def _aliases(lines: list[str], buffer: str) -> set[str]:
+    """A buffer and the buffers it reuses (`buf2 = buf1; del buf1  # reuse`), transitively."""
+    names = {buffer}
+    changed = True
+    while changed:
+        changed = False
+        for line in lines:
+            m = re.match(r"^\s*(buf\d+) = (buf\d+); del \2\s*# reuse", line)
+            if m and m.group(1) in names and m.group(2) not in names:
+                names.add(m.group(2))
+                changed = True
+    return names

@@ -1,0 +1,146 @@
+"""Where does a divergence start: the ablation ladder, CompilerBisector and the first diverging intermediate.
+
+Each step is checks in the worker (the bisector and the intermediates each in a child of their own);
+this module only orchestrates and gathers their reports into one `Localization`, stored as
+`localization.json`. Caller side: imports no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from engine.ablation import AblationReport, ablate
+from engine.bisector import BisectReport, bisect
+from engine.intermediates import IntermediatesReport, first_diverging_intermediate
+from engine.options import CheckOptions
+from engine.runner import Runner
+
+LOCALIZATION_FILE = "localization.json"
+STEPS = ("ablation", "bisect", "intermediates")
+
+
+@dataclass(frozen=True)
+class Localization:
+    ablation: AblationReport | None = None
+    bisect: BisectReport | None = None
+    intermediates: IntermediatesReport | None = None
+    directory: str | None = None
+
+    def summary(self) -> str:
+        parts = []
+        if self.ablation is not None:
+            parts.append(f"ablation: {self.ablation.conclusion}")
+        if self.bisect is not None:
+            parts.append(f"bisector: {self.bisect.explanation}")
+        if self.intermediates is not None:
+            parts.append(f"intermediates: {self.intermediates.explanation}")
+        return "\n".join(parts) or "nothing was run"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ablation": self.ablation.to_json() if self.ablation else None,
+            "bisect": self.bisect.to_json() if self.bisect else None,
+            "intermediates": self.intermediates.to_json() if self.intermediates else None,
+            "directory": self.directory,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Localization":
+        return cls(
+            AblationReport.from_json(data["ablation"]) if data.get("ablation") else None,
+            BisectReport.from_json(data["bisect"]) if data.get("bisect") else None,
+            IntermediatesReport.from_json(data["intermediates"]) if data.get("intermediates") else None,
+            data.get("directory"),
+        )
+
+    def save(self, directory: Path) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / LOCALIZATION_FILE
+        path.write_text(json.dumps(self.to_json(), indent=1))
+        return path
+
+    @classmethod
+    def load(cls, directory: Path) -> "Localization":
+        return cls.from_json(json.loads((Path(directory) / LOCALIZATION_FILE).read_text()))
+
+
+def localize(
+    runner: Runner,
+    source: str,
+    options: CheckOptions | None = None,
+    filename: str = "snippet.py",
+    directory: Path | None = None,
+    steps: Sequence[str] = STEPS,
+    on_step: Callable[[str], None] | None = None,
+) -> Localization:
+    """Run the requested steps; the bisector and the intermediates run side by side (two children)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.paths import new_run_dir
+
+    unknown = sorted(set(steps) - set(STEPS))
+    if unknown:
+        raise ValueError(f"unknown localization step(s): {', '.join(unknown)}; choose from {', '.join(STEPS)}")
+    directory = Path(directory) if directory is not None else new_run_dir().with_name(new_run_dir().name + "-localize")
+
+    def step(name: str) -> None:
+        if on_step is not None:
+            on_step(name)
+
+    ablation = None
+    if "ablation" in steps:
+        step("ablation")
+        ablation = ablate(runner, source, options, filename, directory / "ablation")
+    found_bisect: BisectReport | None = None
+    found_nodes: IntermediatesReport | None = None
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {}
+        if "bisect" in steps:
+            step("bisect")
+            futures["bisect"] = pool.submit(bisect, runner, source, options, filename, directory / "bisect")
+        if "intermediates" in steps:
+            step("intermediates")
+            futures["intermediates"] = pool.submit(first_diverging_intermediate, runner, source, options, filename, directory / "intermediates")
+        if "bisect" in futures:
+            found_bisect = futures["bisect"].result()
+        if "intermediates" in futures:
+            found_nodes = futures["intermediates"].result()
+    result = Localization(ablation, found_bisect, found_nodes, str(directory))
+    result.save(directory)
+    return result
+
+
+def localize_source(source: str, options: CheckOptions | None = None, filename: str = "snippet.py", **kwargs: Any) -> Localization:
+    """`localize` in the process-wide runner."""
+    from engine.api import default_runner
+
+    return localize(default_runner(), source, options, filename, **kwargs)
+
+
+def localize_file(path: str | Path, options: CheckOptions | None = None, **kwargs: Any) -> Localization:
+    path = Path(path)
+    return localize_source(path.read_text(), options, str(path), **kwargs)
+
+
+def render(loc: Localization) -> str:
+    """Plain text for the command line."""
+    out: list[str] = []
+    if loc.ablation is not None:
+        out.append("Ablation ladder:")
+        for r in loc.ablation.rows:
+            out.append(f"  {r.setting:<36} {r.verdict.value:<15} {'diverges' if r.diverges else ''}")
+        out.append(f"  -> {loc.ablation.conclusion}")
+    if loc.bisect is not None:
+        b = loc.bisect
+        out.append(f"CompilerBisector ({b.status}, {b.predicate_calls} runs, {b.seconds:.0f} s): {b.explanation}")
+    if loc.intermediates is not None:
+        i = loc.intermediates
+        out.append(f"First diverging intermediate ({i.status}, {i.compared_nodes} nodes compared): {i.explanation}")
+        if i.kernel:
+            out.append(f"  kernel {i.kernel} ({i.output_code_label}, wrapper line {i.wrapper_line})")
+    if loc.directory:
+        out.append(f"stored in {loc.directory}")
+    return "\n".join(out)
