@@ -112,9 +112,10 @@ class _Graph:
     """One graph Inductor compiled: its pristine copy, the nodes exposed, and the first call's values."""
 
     reference: Any  # torch.fx.GraphModule, before Inductor's passes
-    exposed: list[str]
+    exposed: list[str]  # node name of each returned value (original outputs, then the extras); "" if not a node
     ops: dict[str, str]
     n_outputs: int
+    order: dict[str, int] = field(default_factory=dict)  # node name -> position in the graph
     inputs: list[Any] | None = None
     values: list[Any] | None = None
 
@@ -242,7 +243,14 @@ def _instrumenting_backend(graphs: list[_Graph]) -> Any:
         exposed = [n for n in gm.graph.nodes if n.op == "call_function" and n not in already and _exposable(n)]
         output.args = (tuple(original + exposed),)
         gm.recompile()
-        record = _Graph(reference, [n.name for n in exposed], {n.name: _op_name(n.target) for n in exposed}, len(original))
+        returned = [n if isinstance(n, torch.fx.Node) and n.op == "call_function" and _exposable(n) else None for n in original] + exposed
+        record = _Graph(
+            reference,
+            [n.name if n is not None else "" for n in returned],
+            {n.name: _op_name(n.target) for n in returned if n is not None},
+            len(original),
+            {n.name: i for i, n in enumerate(gm.graph.nodes)},
+        )
         graphs.append(record)
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
         call = getattr(compiled, "current_callable", None)
@@ -254,7 +262,7 @@ def _instrumenting_backend(graphs: list[_Graph]) -> Any:
                 record.inputs = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             outs = call(inputs)
             if record.values is None:
-                record.values = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outs[record.n_outputs :]]
+                record.values = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outs]
             return type(outs)(outs[: record.n_outputs]) if isinstance(outs, tuple) else list(outs[: record.n_outputs])
 
         compiled.current_callable = recording
@@ -298,8 +306,8 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
         notes.append(f"graph {index}: no float64 reference ({type(exc).__name__}); nodes judged by tolerances")
     diffs: list[NodeDiff] = []
     compared = 0
-    for name, compiled in zip(graph.exposed, graph.values or []):
-        e = eager.get(name)
+    for name, compiled in sorted(zip(graph.exposed, graph.values or []), key=lambda pair: graph.order.get(pair[0], -1)):
+        e = eager.get(name) if name else None
         if not isinstance(e, torch.Tensor) or not isinstance(compiled, torch.Tensor):
             continue
         op = graph.ops.get(name, "?")
@@ -346,7 +354,7 @@ def _kernel_for(output_code: "tuple[OutputCode, ...]", graphs: list[_Graph], fir
     graph = graphs[first.graph]
     lines = code.source.splitlines()
     returned = _returned_buffers(lines)
-    position = graph.n_outputs + graph.exposed.index(first.node)
+    position = graph.exposed.index(first.node)
     if position >= len(returned) or returned[position] is None:
         return code.label, None, None, None
     names = _aliases(lines, returned[position])
