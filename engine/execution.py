@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import platform
 import sys
 import time
@@ -47,8 +48,15 @@ class _Run:
     trace_dir: Path | None = None
     compiled_failure: str = "the compiled program raised (eager did not)"
     notes: list[str] = dataclasses.field(default_factory=list)  # shared by every stage, kept on failure too
+    owner_pid: int = dataclasses.field(default_factory=os.getpid)
+
+    def guard_fork(self) -> None:
+        """A process the snippet forked that wandered back into the harness must not report or write."""
+        if os.getpid() != self.owner_pid:
+            os._exit(0)
 
     def emit(self, stage: str) -> None:
+        self.guard_fork()
         now = time.monotonic()
         self.stage_seconds[self.stage] = self.stage_seconds.get(self.stage, 0.0) + now - self.stage_start
         self.stage, self.stage_start = stage, now
@@ -62,13 +70,20 @@ class _Run:
 
 
 def run_check(
-    source: str, filename: str, options: CheckOptions, run_dir: Path, emit: Emit, namespace: dict[str, Any] | None = None
+    source: str,
+    filename: str,
+    options: CheckOptions,
+    run_dir: Path,
+    emit: Emit,
+    namespace: dict[str, Any] | None = None,
+    notes: tuple[str, ...] = (),
 ) -> CheckResult:
     """Check a snippet and write result.json and arrays.npz into run_dir. Never raises for user errors.
 
     `namespace` replaces executing the source (the explicit in-process mode of `engine.check`).
     """
     run = _Run(options, source, filename, emit, namespace=namespace, trace_dir=run_dir / TRACE_DIR if options.trace else None)
+    run.notes.extend(notes)
     run.emit("loading")
     code = GeneratedCode()
     try:
@@ -107,6 +122,7 @@ def run_check(
         stage_seconds=run.stage_seconds,
         run_dir=str(run_dir),
     )
+    run.guard_fork()
     result.save(run_dir)
     if options.localize is not None:
         _localize(run, result, run_dir)
@@ -435,6 +451,7 @@ def _finish_error(run: _Run, run_dir: Path, error: ErrorInfo, code: GeneratedCod
         stage_seconds=run.stage_seconds,
         run_dir=str(run_dir),
     )
+    run.guard_fork()
     result.save(run_dir)
     return result
 

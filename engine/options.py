@@ -46,6 +46,8 @@ class CheckOptions:
     timeout_s: float = 300.0
     memory_limit_mb: int = 8192
     max_stored_elements: int = 16 * 1024 * 1024
+    max_processes: int = 256  # tasks (threads included) of one check, via a pids cgroup where the host has one
+    max_output_mb: int = 64  # the snippet's printed output; past it the check is stopped
     trace: bool = False  # also write a TORCH_TRACE log (for tlparse) into the run directory
     derive_inputs: str | None = None  # one of INPUT_PROBES: re-derive the inputs (seeded by `seed`) before the check
     calls: int = 1  # call the compiled callable this many times per seed (call k on the inputs of seed+k)

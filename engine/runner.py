@@ -100,13 +100,20 @@ class Job:
         # else: the child is not forked yet; _set_pid kills it the moment the worker reports it
 
     def _watch(self) -> None:
+        from engine.worker import OUTPUT_LOG
+
         limit_bytes = self.options.memory_limit_mb * 1024 * 1024
+        output_limit = self.options.max_output_mb * 1024 * 1024
         while not self._done.wait(0.2):
             elapsed = time.monotonic() - self._started
             if elapsed > self.options.timeout_s:
                 self._kill(ErrorKind.TIMEOUT, f"the check ran past its {self.options.timeout_s:g} s wall-time limit during stage '{self._stage}'")
+            elif self._pid is not None and _group_size(self._pid) > self.options.max_processes:
+                self._kill(ErrorKind.PROCESSES, f"the check started more than {self.options.max_processes} processes (a fork bomb?) during stage '{self._stage}'")
             elif self._pid is not None and _group_rss(self._pid) > limit_bytes:
                 self._kill(ErrorKind.MEMORY, f"the check used more than its {self.options.memory_limit_mb} MB memory limit during stage '{self._stage}'")
+            elif _size(self.run_dir / OUTPUT_LOG) > output_limit:
+                self._kill(ErrorKind.OUTPUT, f"the snippet printed more than {self.options.max_output_mb} MB during stage '{self._stage}'; the output was cut there")
 
     def _finish(self, code: int | None, signum: int | None) -> None:
         with self._lock:
@@ -146,6 +153,8 @@ def _death_reason(code: int | None, signum: int | None, stage: str) -> tuple[Err
         name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else f"signal {signum}"
         if signum == signal.SIGKILL:
             return ErrorKind.MEMORY, f"the worker was killed (SIGKILL) during stage '{stage}', most likely by the system's out-of-memory killer"
+        if signum == signal.SIGXCPU:
+            return ErrorKind.TIMEOUT, f"the check used up its CPU-time limit during stage '{stage}'"
         if signum == signal.SIGXFSZ:
             return ErrorKind.CRASH, f"the worker was stopped (SIGXFSZ) during stage '{stage}': it wrote more output than the file-size limit allows"
         return ErrorKind.CRASH, f"the Python interpreter crashed with {name} during stage '{stage}'"
@@ -177,6 +186,13 @@ def output_tail(run_dir: Path, chars: int = TAIL_CHARS) -> str:
         return ""
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _killpg(pid: int) -> None:
     for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
@@ -186,9 +202,12 @@ def _killpg(pid: int) -> None:
             continue
 
 
-def _group_rss(pid: int) -> int:
-    """Resident memory of the child and its descendants (compilers included), in bytes."""
-    total = 0
+def _group_size(pid: int) -> int:
+    return len(_descendants(pid))
+
+
+def _descendants(pid: int) -> set[int]:
+    """The child and every process below it."""
     pending = [pid]
     seen: set[int] = set()
     while pending:
@@ -197,11 +216,27 @@ def _group_rss(pid: int) -> int:
             continue
         seen.add(p)
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     pending.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return seen
+
+
+def _group_rss(pid: int) -> int:
+    """Memory of the child and its descendants (compilers included), in bytes.
+
+    Proportional set size, so pages that forked copies still share are counted once, not per copy.
+    """
+    total = 0
+    for p in _descendants(pid):
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
         except (OSError, ValueError):
             continue
     return total

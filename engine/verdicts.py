@@ -52,6 +52,8 @@ class ErrorKind(str, Enum):
     CRASH = "crash"  # the worker process died (signal, os._exit)
     TIMEOUT = "timeout"
     MEMORY = "memory"
+    OUTPUT = "output"  # the snippet printed more than the output limit
+    PROCESSES = "processes"  # the snippet started more processes than allowed (a fork bomb)
     CANCELLED = "cancelled"
     OPTIONS = "options"  # an option the host or torch cannot honour
     INTERNAL = "internal"  # a bug in Divergence Explorer itself

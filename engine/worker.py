@@ -45,6 +45,7 @@ def _limit_resources(memory_limit_mb: int, limit_address_space: bool) -> None:
 def _child(request: dict[str, Any], events: _Events) -> None:
     """Runs in the forked child; never returns."""
     status = 0
+    me = os.getpid()
     try:
         os.setsid()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -62,10 +63,13 @@ def _child(request: dict[str, Any], events: _Events) -> None:
 
         from engine.execution import internal_error, run_check
         from engine.options import CheckOptions
+        from engine.sandbox import confine
 
         options = CheckOptions.from_json(request["options"])
         cpu = options.device == "cpu" or not torch.cuda.is_available()
         _limit_resources(options.memory_limit_mb, limit_address_space=cpu)
+        cpu_seconds = int(options.timeout_s * 2) + 30  # compile work counts; the wall-time limit is the caller's
+        confinement = confine(run_dir, os.environ.get("TORCHINDUCTOR_CACHE_DIR"), cpu_seconds, options.max_processes)
         job = request["job"]
         try:
             run_check(
@@ -74,9 +78,11 @@ def _child(request: dict[str, Any], events: _Events) -> None:
                 options,
                 run_dir,
                 lambda stage: events.send(job=job, event="stage", stage=stage, t=time.time()),
+                notes=confinement.notes,
             )
         except BaseException as exc:  # run_check turns user errors into results; anything left is ours
-            internal_error(options, run_dir, exc)
+            if os.getpid() == me:  # not a copy that the snippet forked
+                internal_error(options, run_dir, exc)
     except BaseException:
         status = 70
     finally:
@@ -115,6 +121,9 @@ class _Reaper(threading.Thread):
                 job = self.jobs.pop(pid, None)
             if job is None:
                 continue
+            from engine.sandbox import clean_up
+
+            clean_up(pid)  # leftovers of a fork bomb or an orphaned compiler must not outlive the check
             signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
             self.events.send(job=job, event="exit", pid=pid, code=code, signal=signum)
