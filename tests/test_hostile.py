@@ -64,6 +64,8 @@ def test_environment_secrets_are_not_visible(check, monkeypatch):
 
 def test_network_is_unreachable(check):
     r = check(TENSOR + "import socket\ndef fn(x):\n    socket.create_connection(('127.0.0.1', 22), timeout=2)\n    return x\n")
+    if any("network not isolated" in note for note in r.notes):
+        pytest.skip("this host refuses new network namespaces (not root)")
     assert r.verdict is Verdict.ERROR and r.error.kind is ErrorKind.EAGER
     assert "Network is unreachable" in r.error.message or "Connection refused" in r.error.message
 
