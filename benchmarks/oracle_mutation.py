@@ -1,0 +1,275 @@
+"""The oracle's own self-test: inject known faults into compiled outputs and count who notices.
+
+Over the CPU sample cases whose compiled output is currently acceptable (match or benign), each fault is
+injected into the first floating-point output of the real compiled program, and four oracles judge it:
+our default verdict, --strict, torch.testing.assert_close with its defaults, and
+torch._dynamo.utils.same with an fp64 reference. The false-alarm rate of each is measured on the benign
+sample cases (compiled output correct but reassociated), unmutated.
+
+The oracles other than ours compare the outputs only, as harnesses that use them do; ours also compares
+mutated inputs, which is how it sees the "input silently mutated" fault.
+
+Runs in this process (the sample cases are ours, not user code). Usage:
+    python benchmarks/oracle_mutation.py [--cases slug,slug]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine import casting  # noqa: E402
+from engine.cases import load_cases  # noqa: E402
+from engine.comparison import CallSettings, compare_call, seed_everything  # noqa: E402
+from engine.leaves import flatten, map_tensors  # noqa: E402
+from engine.snippet import SnippetStyle, detect_style, execute, program_from_namespace  # noqa: E402
+from engine.verdicts import Verdict, worst  # noqa: E402
+
+Fault = Callable[[torch.Tensor, torch.Tensor], "torch.Tensor | None"]  # (compiled, eager) -> faulty compiled, None: n/a
+
+
+def _ulp(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    flat = c.clone().reshape(-1)
+    ok = torch.isfinite(flat).nonzero()
+    if not len(ok):
+        return None
+    i = int(ok[0])
+    flat[i] = torch.nextafter(flat[i : i + 1], torch.tensor([float("inf")], dtype=flat.dtype))[0]
+    return flat.reshape(c.shape)
+
+
+def _zero_sign(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    flat = c.clone().reshape(-1)
+    zeros = (flat == 0).nonzero()
+    if not len(zeros):
+        return None
+    i = int(zeros[0])
+    flat[i] = -flat[i] if not torch.signbit(flat[i]) else 0.0
+    return flat.reshape(c.shape)
+
+
+def _nan(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    flat = c.clone().reshape(-1)
+    ok = (~torch.isnan(flat)).nonzero()
+    if not len(ok):
+        return None
+    flat[int(ok[-1])] = float("nan")
+    return flat.reshape(c.shape)
+
+
+def _swap(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    flat = c.clone().reshape(-1)
+    if flat.numel() < 2:
+        return None
+    for j in range(1, flat.numel()):
+        if not torch.equal(flat[0:1], flat[j : j + 1]) and not (torch.isnan(flat[0]) and torch.isnan(flat[j])):
+            flat[0], flat[j] = flat[j].clone(), flat[0].clone()
+            return flat.reshape(c.shape)
+    return None
+
+
+def _shift(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    if c.numel() < 2 or c.dim() == 0:
+        return None
+    dim = max(range(c.dim()), key=lambda d: c.shape[d])
+    shifted = torch.roll(c, 1, dim)
+    return None if torch.equal(shifted.nan_to_num(), c.nan_to_num()) else shifted
+
+
+def _stride(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    if c.numel() < 2:
+        return None
+    if c.dim() >= 2 and c.shape[-1] > 1 and c.shape[-2] > 1:
+        return c.transpose(-1, -2).contiguous().transpose(-1, -2)
+    wide = torch.zeros((*c.shape[:-1], 2 * c.shape[-1]), dtype=c.dtype)
+    view = wide[..., ::2]
+    view.copy_(c)
+    return view
+
+
+def _widen(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
+    return c.double() if c.dtype != torch.float64 else None
+
+
+FAULTS: dict[str, Fault] = {
+    "1-ULP move": _ulp,
+    "zero sign flip": _zero_sign,
+    "one NaN": _nan,
+    "two elements swapped": _swap,
+    "off-by-one shift": _shift,
+    "stride change": _stride,
+    "input silently mutated": lambda c, e: c,  # the output is right; the compiled callable mutates its input
+    "widened dtype": _widen,
+}
+STRUCTURAL = ("zero sign flip", "one NaN", "stride change", "input silently mutated", "widened dtype")
+ORACLES = ("default verdict", "--strict", "assert_close", "same(fp64_ref)")
+
+
+class Case:
+    """A sample case loaded in this process: its program, compiled once, and its inputs."""
+
+    def __init__(self, slug: str, source: str, filename: str) -> None:
+        self.slug = slug
+        style = detect_style(source, filename)
+        seed_everything(0)
+        ns = execute(source, filename, as_main=False)
+        self.program = program_from_namespace(ns, style)
+        self.compiled = torch.compile(self.program.fn, **{"backend": "inductor", **self.program.compile_kwargs})
+        seed_everything(0)
+        self.args = self.program.make_inputs()
+
+    def run(self, fn: Callable[..., Any]) -> Any:
+        args = casting.clone_tree(self.args)
+        seed_everything(0)
+        return fn(*args), args
+
+    def reference(self) -> Any:
+        ref_fn = casting.fp64_program(self.program.fn)
+        seed_everything(0)
+        return ref_fn(*map_tensors(casting.clone_tree(self.args), casting.to_fp64_tensor))
+
+
+def _first_float(out: Any) -> tuple[str, torch.Tensor] | None:
+    return next(((k, v) for k, v in flatten(out) if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 0), None)
+
+
+def _replace_leaf(out: Any, target: torch.Tensor, new: torch.Tensor) -> Any:
+    return map_tensors(out, lambda t: new if t is target else t)
+
+
+def _ours(case: Case, compiled_fn: Callable[..., Any], strict: bool) -> bool:
+    settings = CallSettings(strict, 2.0, 32.0, False, True, 1 << 24, lambda stage: None)
+    outcome, _ = compare_call(case.program.fn, compiled_fn, casting.clone_tree(case.args), {}, 0, settings)
+    return worst([l.verdict for l in outcome.leaves]) is Verdict.DIVERGENT
+
+
+def _assert_close(eager: Any, compiled: Any) -> bool:
+    try:
+        torch.testing.assert_close(compiled, eager)
+        return False
+    except (AssertionError, TypeError, ValueError):
+        return True
+
+
+def _same(eager: Any, compiled: Any, ref: Any) -> bool:
+    from torch._dynamo.utils import same
+
+    try:
+        return not same(eager, compiled, fp64_ref=ref)
+    except Exception:  # same() raises on structures it cannot compare: that is a detection too
+        return True
+
+
+def judge_all(case: Case, eager: Any, compiled_out: Any, ref: Any, mutate_input: bool = False) -> dict[str, bool]:
+    """Which oracles flag `compiled_out` (returned by a fake compiled callable) as wrong."""
+
+    def fake(*args: Any) -> Any:
+        if mutate_input:
+            for t in (a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()):
+                with torch.no_grad():
+                    t[(0,) * t.dim()] += 1.0
+                break
+        return map_tensors(compiled_out, lambda t: t.clone().as_strided(t.shape, t.stride()) if t.is_contiguous() else _keep_layout(t))
+
+    return {
+        "default verdict": _ours(case, fake, strict=False),
+        "--strict": _ours(case, fake, strict=True),
+        "assert_close": _assert_close(eager, compiled_out),
+        "same(fp64_ref)": _same(eager, compiled_out, ref),
+    }
+
+
+def _keep_layout(t: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype)
+    out.copy_(t)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", help="comma-separated slugs (default: every CPU fn-inputs/KernelBench case)")
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    import logging
+
+    logging.getLogger("torch._dynamo.utils").setLevel(logging.CRITICAL)  # same() logs every RMSE it computes
+    started = time.time()
+    wanted = set(args.cases.split(",")) if args.cases else None
+    detected = {f: dict.fromkeys(ORACLES, 0) for f in FAULTS}
+    applied = dict.fromkeys(FAULTS, 0)
+    alarms = dict.fromkeys(ORACLES, 0)
+    baseline_flagged = dict.fromkeys(ORACLES, 0)  # the unmutated output of the cases faults go into
+    benign_total = 0
+    used: list[str] = []
+    for sample in load_cases():
+        if wanted is not None and sample.slug not in wanted:
+            continue
+        if sample.cuda_only or sample.kind == "rng" or sample.options.dtype or sample.options.backward:
+            continue
+        source = sample.source()
+        if detect_style(source, str(sample.path)) is SnippetStyle.REPRO:
+            continue
+        try:
+            case = Case(sample.slug, source, str(sample.path))
+            eager, _ = case.run(case.program.fn)
+            compiled, _ = case.run(case.compiled)
+            ref = case.reference()
+        except Exception as exc:
+            print(f"skip {sample.slug}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
+            continue
+        baseline_divergent = _ours(case, lambda *a: compiled, strict=False)
+        if sample.kind == "benign":
+            benign_total += 1
+            for oracle, flagged in judge_all(case, eager, compiled, ref).items():
+                alarms[oracle] += flagged
+        if baseline_divergent:
+            continue  # a real bug already: a fault on top of it says nothing about detection
+        leaf = _first_float(compiled)
+        e_leaf = dict(flatten(eager)).get(leaf[0]) if leaf else None
+        if leaf is None or not isinstance(e_leaf, torch.Tensor):
+            continue
+        used.append(sample.slug)
+        for oracle, flagged in judge_all(case, eager, compiled, ref).items():
+            baseline_flagged[oracle] += flagged
+        for name, fault in FAULTS.items():
+            faulty = fault(leaf[1], e_leaf)
+            if faulty is None:
+                continue
+            applied[name] += 1
+            for oracle, flagged in judge_all(case, eager, _replace_leaf(compiled, leaf[1], faulty), ref, mutate_input=name == "input silently mutated").items():
+                detected[name][oracle] += flagged
+        torch._dynamo.reset()
+
+    width = 24
+    print(f"Oracle self-test over {len(used)} sample cases ({', '.join(used)}); {time.time() - started:.0f} s\n")
+    print(f"{'fault (cases applied)':<{width + 6}}" + "".join(f"{o:>18}" for o in ORACLES))
+    totals = dict.fromkeys(ORACLES, 0)
+    structural_totals = dict.fromkeys(ORACLES, 0)
+    for name in FAULTS:
+        n = applied[name]
+        cells = "".join(f"{detected[name][o]:>8}/{n:<3} {100 * detected[name][o] / n if n else 0:>4.0f}%" for o in ORACLES)
+        print(f"{name + f' ({n})':<{width + 6}}{cells}")
+        for o in ORACLES:
+            totals[o] += detected[name][o]
+            if name in STRUCTURAL:
+                structural_totals[o] += detected[name][o]
+    n_all = sum(applied.values())
+    n_struct = sum(applied[f] for f in STRUCTURAL)
+    print(f"{'all faults' + f' ({n_all})':<{width + 6}}" + "".join(f"{totals[o]:>8}/{n_all:<3} {100 * totals[o] / n_all if n_all else 0:>4.0f}%" for o in ORACLES))
+    print(f"{'structural' + f' ({n_struct})':<{width + 6}}" + "".join(f"{structural_totals[o]:>8}/{n_struct:<3} {100 * structural_totals[o] / n_struct if n_struct else 0:>4.0f}%" for o in ORACLES))
+    n_used = len(used)
+    print(f"{'unmutated, flagged' + f' ({n_used})':<{width + 6}}" + "".join(f"{baseline_flagged[o]:>8}/{n_used:<3} {100 * baseline_flagged[o] / n_used if n_used else 0:>4.0f}%" for o in ORACLES))
+    print(f"{'false alarms, benign' + f' ({benign_total})':<{width + 6}}" + "".join(f"{alarms[o]:>8}/{benign_total:<3} {100 * alarms[o] / benign_total if benign_total else 0:>4.0f}%" for o in ORACLES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
