@@ -5,14 +5,23 @@ Importing this package does not import torch; checks run in a worker process.
 
 from engine.api import check_file, check_source, default_runner, load_result
 from engine.live import NotShippable, check
+from engine.localize import Localization, localize_file, localize_source
 from engine.options import CheckOptions, OptionsError
 from engine.paths import home as data_dir
+from engine.probes import ProbeReport, probe_file
+from engine.probes import probe_source as probe
 from engine.result import CheckResult, ErrorInfo, GeneratedCode, Kernel, LeafResult, OutputCode, SeedOutcome
 from engine.runner import Job, Progress, Runner
 from engine.snippet import SnippetError, SnippetStyle, detect_style
 from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 
 __all__ = [
+    "Localization",
+    "ProbeReport",
+    "localize_file",
+    "localize_source",
+    "probe",
+    "probe_file",
     "CheckOptions",
     "CheckResult",
     "ErrorInfo",

@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
 
+    from engine.localize_cli import add_parsers as add_localize_parsers  # light: imports no torch
+
+    add_localize_parsers(sub)
+
     serve = sub.add_parser("serve", help="start the web app (Streamlit), bound to 127.0.0.1 unless told otherwise")
     serve.add_argument("--address", help="interface to listen on (default: $STREAMLIT_SERVER_ADDRESS, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: $STREAMLIT_SERVER_PORT, else 8501)")
@@ -176,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("divergence: interrupted", file=sys.stderr)
             return 130
+    if args.command in ("probe", "localize"):
+        from engine.localize_cli import run as run_localize
+
+        return run_localize(args)
     if args.command == "serve":
         return _serve(args)
     if args.command == "minimize":

@@ -121,3 +121,11 @@ def test_derivations() -> None:
     assert a.shape == (9, 7) and b.shape == (7, 5)  # the same size maps to the same new size
     with pytest.raises(NotApplicable):
         derive("transposed", (torch.randn(5),), 0)
+
+
+def test_cli_parses_probe_and_localize() -> None:
+    from engine.cli import build_parser
+
+    args = build_parser().parse_args(["probe", "x.py", "--only", "special,second-call", "--seeds", "2"])
+    assert (args.command, args.only, args.seeds) == ("probe", "special,second-call", 2)
+    assert build_parser().parse_args(["localize", "x.py", "--only", "ablation"]).command == "localize"
