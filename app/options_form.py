@@ -38,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "opt_factor": 2.0,
     "opt_timeout": 300.0,
     "opt_config": "",
+    "opt_triton_cpu": False,
 }
 
 
@@ -70,12 +71,17 @@ def widget_values(options: CheckOptions) -> dict[str, Any]:
         "opt_factor": float(options.benign_factor),
         "opt_timeout": float(options.timeout_s),
         "opt_config": "\n".join(f"{k}={v!r}" for k, v in config.items()),
+        "opt_triton_cpu": bool(options.triton_cpu),
     }
 
 
 def fill(state: MutableMapping[str, Any], options: CheckOptions) -> None:
     """Set the widgets to these options (call from a callback, before the widgets are drawn)."""
-    state.update(widget_values(options))
+    values = widget_values(options)
+    if not options.triton_cpu:
+        # a choice about what to see on this host, not a property of a case: loading one keeps it
+        values.pop("opt_triton_cpu")
+    state.update(values)
 
 
 def init(state: MutableMapping[str, Any]) -> None:
@@ -123,6 +129,7 @@ def options_from_state(state: MutableMapping[str, Any]) -> CheckOptions:
         recheck_precision_casts=bool(state["opt_recheck"]),
         benign_factor=float(state["opt_factor"]),
         timeout_s=float(state["opt_timeout"]),
+        triton_cpu=bool(state["opt_triton_cpu"]),
     )
 
 
@@ -141,6 +148,12 @@ def render() -> None:
     st.checkbox("Strict: any bit difference is divergent", key="opt_strict")
     st.checkbox("fallback_random (eager's RNG in compiled code)", key="opt_fallback_random")
     st.checkbox("emulate_precision_casts (bf16/fp16 round trips)", key="opt_emulate_precision_casts")
+    st.checkbox(
+        "Triton on CPU: also show Inductor's Triton kernels",
+        key="opt_triton_cpu",
+        help="After the check, compile again with Inductor's Triton backend for CPU tensors in a separate worker and, "
+        "on small inputs, run the kernels in Triton's interpreter: interpreted Triton on CPU, not GPU Triton.",
+    )
     with st.expander("More settings"):
         st.number_input("First seed", min_value=0, step=1, key="opt_seed")
         st.selectbox("Fullgraph", TRISTATE, key="opt_fullgraph")

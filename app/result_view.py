@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -12,8 +13,9 @@ import numpy as np
 import streamlit as st
 
 from app import heatmap as hm
+from app import triton_pass
 from app.store import RunRecord
-from engine import CheckResult, LeafResult, Verdict
+from engine import CheckResult, GeneratedCode, Kernel, LeafResult, Verdict
 
 BANNER = {
     Verdict.MATCH: st.success,
@@ -118,19 +120,63 @@ def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
 def render_run(record: RunRecord, result: CheckResult) -> None:
     header(record)
     banner(result)
-    tabs = st.tabs(["Leaves", "Generated code", "Snippet & output", "Details"])
-    with tabs[0]:
+    with_triton = triton_pass.requested(record.options) or result.triton_cpu is not None
+    tri = triton_pass.load(result) if with_triton else None
+    if with_triton:
+        triton_caption(tri)
+    names = ["Leaves", "Generated code"] + (["Triton on CPU"] if with_triton else []) + ["Snippet & output", "Details"]
+    tabs = dict(zip(names, st.tabs(names)))
+    with tabs["Leaves"]:
         if result.leaves:
             st.dataframe(leaf_rows(result.leaves), hide_index=True, width="stretch")
             leaf_explorer(record, result)
         else:
             st.info("Nothing was compared.")
-    with tabs[1]:
-        code_tab(record, result)
-    with tabs[2]:
+    with tabs["Generated code"]:
+        code_tab(record, result, tri)
+    if with_triton:
+        with tabs["Triton on CPU"]:
+            triton_tab(record, tri)
+    with tabs["Snippet & output"]:
         snippet_tab(record, result)
-    with tabs[3]:
+    with tabs["Details"]:
         details_tab(result)
+
+
+def triton_caption(tri: CheckResult | None) -> None:
+    if tri is None:
+        st.caption(f"Triton on CPU ({triton_pass.LABEL}): not run; see its tab.")
+    else:
+        st.markdown(f"{ICON.get(tri.verdict.value, '')} **Triton on CPU** ({triton_pass.LABEL}): **{tri.verdict.value}** — {tri.explanation}")
+
+
+def triton_tab(record: RunRecord, tri: CheckResult | None) -> None:
+    """The Triton-on-CPU pass: what it is, its verdict and leaves, or why it could not run."""
+    st.markdown(
+        f"**{triton_pass.LABEL}.** The program was compiled again with Inductor's Triton backend for CPU tensors, in a separate "
+        "worker; on small inputs Triton's numpy interpreter ran the kernels, and that output was compared with eager like any "
+        "compiled run. The interpreter has its own numerics: this is not what a GPU computes."
+    )
+    if tri is None:
+        st.warning("The Triton-on-CPU pass did not run: it was cancelled, or the app stopped before it finished. Run the check again to get it.")
+        return
+    if tri.error is not None:
+        st.warning(f"**Could not run** ({tri.error.kind.value}): {tri.error.message.strip()}")
+        kernels = sum(len(o.kernels) for o in tri.code.output_code)
+        if kernels:
+            st.caption(f"Its {kernels} Triton kernel(s) were generated all the same: see the Generated code tab.")
+        if tri.error.traceback.strip():
+            with st.expander("Traceback"):
+                st.code(tri.error.traceback.rstrip(), language="python")
+    else:
+        (st.error if tri.verdict is Verdict.DIVERGENT else st.success)(f"**Interpreted Triton on CPU: {tri.verdict.value.upper()}** — {tri.explanation}")
+    for note in tri.notes:
+        st.caption(f"note: {note}")
+    if tri.leaves:
+        st.dataframe(leaf_rows(tri.leaves), hide_index=True, width="stretch")
+        if tri.run_dir is not None:
+            # its own keys and directory, so its widgets never collide with the main check's
+            leaf_explorer(dataclasses.replace(record, id=f"{record.id}:triton", run_dir=tri.run_dir), tri)
 
 
 def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
@@ -295,8 +341,35 @@ def heatmap_section(record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np
     st.plotly_chart(detail.figure, key=f"detail:{key}", theme=None, config={"displaylogo": False})
 
 
-def code_tab(record: RunRecord, result: CheckResult) -> None:
+def _language(k: Kernel) -> str:
+    return "C++" if k.language == "cpp" else k.language.capitalize()
+
+
+def kernel_column(title: str, code: GeneratedCode, key: str) -> None:
+    """One compiler's kernels: a list and each kernel's source (for the side-by-side view)."""
+    kernels = [(o.label, k) for o in code.output_code for k in o.kernels]
+    st.markdown(f"**{title}** · {len(kernels)} kernel(s)")
+    if not kernels:
+        st.caption("no kernels were captured")
+        return
+    st.dataframe([{"kernel": k.name, "language": _language(k), "lines": k.source.count("\n") + 1} for _, k in kernels], hide_index=True, width="stretch")
+    for i, (_, k) in enumerate(kernels):
+        with st.expander(f"{k.name} ({_language(k)})", expanded=i == 0):
+            st.code(k.source.strip("\n"), language="cpp" if k.language == "cpp" else "python", line_numbers=True, height=min(420, 22 * (k.source.count("\n") + 2)))
+    for i, out in enumerate(code.output_code):
+        st.download_button(f"Download output code {out.label}", out.source, file_name=f"output_code_{out.label or i}.py", key=f"dl-{key}:{i}")
+
+
+def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = None) -> None:
     code = result.code
+    if tri is not None:
+        left, right = st.columns(2, gap="medium")
+        with left:
+            languages = sorted({_language(k) for o in code.output_code for k in o.kernels})
+            kernel_column(f"This check ({', '.join(languages) or 'no kernels'})", code, f"main:{record.id}")
+        with right:
+            kernel_column(f"Triton on CPU: {triton_pass.LABEL}", tri.code, f"triton:{record.id}")
+        st.divider()
     kernels = [(o.label, k) for o in code.output_code for k in o.kernels]
     st.markdown(
         f"{len(code.fx_graphs)} FX graph(s) · {len(code.output_code)} output module(s) · {len(kernels)} kernel(s) · "

@@ -16,6 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from engine import CheckOptions, CheckResult, Job, Runner, Verdict
+from app import triton_pass
 from app.store import RunRecord, RunStore
 
 STAGES = ("loading", "eager", "compiling", "compiled run", "fp64 reference", "comparing")
@@ -51,13 +52,30 @@ class Active:
     run_id: str
     name: str
     seen: list[str] = field(default_factory=list)
+    # the Triton-on-CPU pass, when asked for: it starts once the usual check has finished
+    source: str = ""
+    filename: str = "snippet.py"
+    triton_options: CheckOptions | None = None
+    triton: triton_pass.TritonPass | None = None
+    cancelled: bool = False
+    recorded: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.triton is not None:
+            self.triton.cancel()
+        else:
+            self.job.cancel()
 
 
 def submit(source: str, filename: str, options: CheckOptions, name: str, origin: str) -> Active:
-    job = runner().submit(source, options, filename)
+    # the ordinary worker refuses triton_cpu: the pass runs afterwards in its own worker (app.triton_pass)
+    job = runner().submit(source, options.replace(triton_cpu=False), filename)
+    if options.triton_cpu:
+        triton_pass.warm()
     run_id = Path(job.run_dir).name
     store().add(RunRecord(run_id, time.time(), name, origin, str(job.run_dir), options.to_json()))
-    return Active(job, run_id, name)
+    return Active(job, run_id, name, source=source, filename=filename, triton_options=options if options.triton_cpu else None)
 
 
 def stage_line(active: Active) -> str:
@@ -78,26 +96,47 @@ def stage_line(active: Active) -> str:
     return " · ".join(parts) + f" &nbsp; `{progress.elapsed_s:5.1f} s`"
 
 
+def triton_line(tp: triton_pass.TritonPass) -> str:
+    progress = tp.progress
+    stage = "starting the Triton worker" if progress is None else progress.stage
+    elapsed = f" &nbsp; `{progress.elapsed_s:5.1f} s`" if progress is not None else ""
+    if tp.done():
+        tri = tp.pass_result()
+        stage = f"✓ {tri.verdict.value}" if tri is not None else f"not run: {tp.failure or 'no result'}"
+    else:
+        stage = f"**▶ {stage}**"
+    return f"Triton on CPU ({triton_pass.LABEL}): {stage}{elapsed}"
+
+
 def follow(active: Active) -> CheckResult:
-    """Show the live stage and a Cancel button until the job ends; record the result in the store."""
+    """Show the live stage and a Cancel button until the job (and any Triton pass) ends; record the result."""
     with st.status(f"Checking {active.name} …", expanded=True) as status:
         cancel_slot = st.empty()
         if cancel_slot.button("Cancel", key="cancel", help="stop the worker that runs this check"):
-            active.job.cancel()
+            active.cancel()
         line = st.empty()
         while not active.job.done():
             line.markdown(stage_line(active), unsafe_allow_html=True)
             time.sleep(POLL_S)
         result = active.job.wait()
-        cancel_slot.empty()
         line.markdown(stage_line(active), unsafe_allow_html=True)
-        failed = result.verdict is Verdict.ERROR
-        status.update(
-            label=f"{active.name}: {result.verdict.value} in {active.job.progress.elapsed_s:.1f} s",
-            state="error" if failed else "complete",
-            expanded=False,
-        )
-    store().finish(active.run_id, result.verdict.value, result.explanation)
+        if not active.recorded:  # the verdict is the usual check's; the sidebar may list it while Triton runs
+            store().finish(active.run_id, result.verdict.value, result.explanation)
+            active.recorded = True
+        label = f"{active.name}: {result.verdict.value} in {active.job.progress.elapsed_s:.1f} s"
+        if active.triton_options is not None and (active.triton is not None or not active.cancelled):
+            if active.triton is None:
+                active.triton = triton_pass.TritonPass(result, active.source, active.triton_options, active.filename)
+            tri_line = st.empty()
+            while not active.triton.done():
+                tri_line.markdown(triton_line(active.triton), unsafe_allow_html=True)
+                time.sleep(POLL_S)
+            tri_line.markdown(triton_line(active.triton), unsafe_allow_html=True)
+            result = active.triton.attached or result
+            tri = active.triton.pass_result()
+            label += f" · Triton on CPU: {tri.verdict.value if tri is not None else 'not run'}"
+        cancel_slot.empty()
+        status.update(label=label, state="error" if result.verdict is Verdict.ERROR else "complete", expanded=False)
     return result
 
 
