@@ -1,0 +1,167 @@
+"""The Minimize tab of a divergent run: start, follow and stop a minimization; download its repro and issue body.
+
+The job runs in a background thread (app.minimize_job) kept in a per-process registry, so the page only
+polls it: the live panel is a fragment that reruns itself every second, and any click elsewhere on the
+page leaves the job running.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import streamlit as st
+
+from app import running
+from app.minimize_job import DONE, FAILED, STARTING, STOPPED, MinimizeJob, Outcome, Registry, Settings, Snapshot, checkpoint_root, checkpointed_best, load_outcome
+from app.store import RunRecord
+from engine import CheckResult, Verdict, data_dir
+
+POLL_S = 1.0
+
+
+@st.cache_resource(show_spinner=False)
+def registry() -> Registry:
+    return Registry()
+
+
+def _settings(run_id: str) -> Settings:
+    state = st.session_state
+    return Settings(
+        budget_s=float(state.get(f"min_budget:{run_id}", Settings.budget_s)),
+        use_graph=bool(state.get(f"min_graph:{run_id}", True)),
+        use_shrinkray=bool(state.get(f"min_shrinkray:{run_id}", True)),
+        ablation=bool(state.get(f"min_ablation:{run_id}", True)),
+    )
+
+
+def _start(record: RunRecord, result: CheckResult, source: str) -> None:
+    settings = _settings(record.id)
+    registry().start(
+        record.id,
+        lambda: MinimizeJob(Path(record.run_dir), source, result.options, running.runner(), checkpoint_root(data_dir()), settings),
+    )
+
+
+def _stop(run_id: str) -> None:
+    job = registry().get(run_id)
+    if job is not None:
+        job.stop()
+
+
+def render(record: RunRecord, result: CheckResult) -> None:
+    if result.verdict is not Verdict.DIVERGENT:
+        st.info(f"Minimize shrinks a divergent program to a small repro ready to file upstream. This run is {result.verdict.value}: there is nothing to minimize.")
+        return
+    snippet = Path(record.run_dir) / "snippet.py"
+    if not snippet.exists():
+        st.warning("The run's snippet.py is missing from its directory; it cannot be minimized.")
+        return
+    source = snippet.read_text()
+    job = registry().get(record.id)
+    running_now = job is not None and not job.done()
+    st.caption(
+        "Shrinks this program while the same leaf keeps the same divergence (a candidate that crashes, stops diverging or diverges "
+        "differently is rejected). Every candidate is checked in the engine's worker. The result is a standalone repro.py, verified in "
+        "a fresh process, and an issue body in PyTorch's PT2 bug-report form."
+    )
+    a, b, c, d = st.columns(4)
+    a.number_input("Time budget (s)", min_value=5.0, value=Settings.budget_s, step=60.0, key=f"min_budget:{record.id}", disabled=running_now,
+                   help="for the reduction; checking the original, verifying the repro and the ablation come on top")
+    b.checkbox("Dynamo-graph rewrite", value=True, key=f"min_graph:{record.id}", disabled=running_now)
+    c.checkbox("shrinkray polish", value=True, key=f"min_shrinkray:{record.id}", disabled=running_now, help="when shrinkray is installed (DIVERGENCE_SHRINKRAY)")
+    d.checkbox("Ablation in the issue body", value=True, key=f"min_ablation:{record.id}", disabled=running_now,
+               help="re-check the result under eager, aot_eager, aot_eager_decomp_partition, inductor and Inductor's numerics flags")
+    if running_now:
+        assert job is not None
+        live(record.id)
+        return
+    resumable = checkpointed_best(checkpoint_root(data_dir()), source) is not None
+    st.button("Resume minimizing" if resumable else "Start minimizing", type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source),
+              help="resumes from the checkpointed best candidate" if resumable else None)
+    outcome = job.snapshot().outcome if job is not None else None
+    outcome = outcome or load_outcome(Path(record.run_dir))
+    if outcome is not None:
+        show_outcome(record.id, outcome)
+
+
+@st.fragment(run_every=POLL_S)
+def live(run_id: str) -> None:
+    """The live panel; reruns itself every second, and the whole page once the job has ended."""
+    job = registry().get(run_id)
+    if job is None:
+        return
+    snap = job.snapshot()
+    if snap.outcome is not None:
+        st.rerun()  # the page swaps the live panel for the result and the Start button
+    progress_panel(snap)
+    st.button("Stop", key=f"min_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping,
+              help="kills the checks in flight; the best candidate so far stays checkpointed")
+
+
+def phase(snap: Snapshot) -> str:
+    if snap.stopping:
+        return "stopping: killing the checks in flight …"
+    if snap.state == STARTING:
+        return "checking the original twice to fix the divergence's signature …"
+    if snap.progress is None:
+        return "reducing …"
+    return f"reducing: pass `{snap.progress.pass_name}` (then: confirm, verify repro.py in a fresh process, ablation)"
+
+
+def progress_panel(snap: Snapshot) -> None:
+    st.markdown(f"**Minimizing** · {phase(snap)}")
+    p = snap.progress
+    cols = st.columns(5)
+    cols[0].metric("Candidates tried", p.candidates_tried if p else 0)
+    cols[1].metric("Oracle calls", p.oracle_calls if p else 0)
+    cols[2].metric("Current size (tokens)", p.current_tokens if p else "–")
+    best = cols[3]
+    if p is not None:
+        best.metric("Best size (tokens)", p.best_tokens, delta=p.best_tokens - p.initial_tokens, delta_color="inverse", help=f"of {p.initial_tokens} at the start")
+    else:
+        best.metric("Best size (tokens)", "–")
+    cols[4].metric("Elapsed", f"{snap.elapsed_s:.0f} s")
+    for note in snap.notes:
+        st.caption(note)
+
+
+def show_outcome(run_id: str, o: Outcome) -> None:
+    when = dt.datetime.fromtimestamp(o.finished).strftime("%Y-%m-%d %H:%M:%S")
+    sizes = (
+        f"{o.initial_lines} → {o.final_lines} lines, {o.initial_tokens} → {o.final_tokens} tokens, {o.initial_ops} → {o.final_ops} torch ops; "
+        f"{o.oracle_calls} oracle calls in {o.elapsed_s:.0f} s · {when}"
+    )
+    if o.state == DONE:
+        (st.success if o.repro_verified and o.confirmed else st.warning)(f"**Minimized** — {o.message}")
+    elif o.state == STOPPED:
+        st.warning(o.message)
+    elif o.state == FAILED:
+        st.error(o.message)
+    st.caption(sizes)
+    for note in o.notes:
+        st.caption(f"note: {note}")
+    if o.state != DONE:
+        if o.minimized:
+            with st.expander("Best candidate so far (checkpointed)"):
+                st.code(o.minimized, language="python", line_numbers=True)
+        return
+    repro_tab, issue_tab, out_tab = st.tabs(["repro.py", "Issue body (markdown)", "repro.py output"])
+    with repro_tab:
+        if o.repro is not None:
+            st.download_button("Download repro.py", o.repro, file_name="repro.py", key=f"min_dl_repro:{run_id}")
+            st.code(o.repro, language="python", line_numbers=True, height=480)
+        else:
+            st.info("No repro was generated.")
+    with issue_tab:
+        if o.report is not None:
+            st.download_button("Download issue.md", o.report, file_name="issue.md", key=f"min_dl_issue:{run_id}")
+            source, preview = st.tabs(["Markdown", "Preview"])
+            with source:
+                st.code(o.report, language="markdown", height=480)
+            with preview:
+                st.markdown(o.report)
+        else:
+            st.info("No issue body: the ablation was switched off.")
+    with out_tab:
+        st.code(o.repro_output.rstrip() or "(no output)", language="text")

@@ -1,0 +1,93 @@
+"""The Minimize tab, driven headlessly (AppTest), with a real minimization of a small CPU divergence.
+
+One test walks the whole flow to keep CI time down (2 cores): check the program, start minimizing, watch
+the progress fields move, Stop, resume from the checkpoint with a tiny budget, get the verified repro
+and the issue body, and reopen the run with its result kept.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from app import minimize_job  # noqa: E402
+from app.store import RunStore  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+APP = str(REPO / "app" / "main.py")
+SNIPPET = REPO / "tests" / "snippets" / "minimize_floor_divide_noisy.py"
+TIMEOUT = 300
+
+
+def wait_for(at: AppTest, cond: Callable[[AppTest], bool], timeout: float, what: str) -> None:
+    """Rerun the page (as the live fragment would) until cond holds."""
+    deadline = time.monotonic() + timeout
+    while not cond(at):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1.0)
+        at.run()
+        assert not at.exception, at.exception
+
+
+def metric(at: AppTest, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    return found[0] if found else ""
+
+
+def has_button(at: AppTest, key: str) -> bool:
+    return any(b.key == key for b in at.button)
+
+
+def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: Path, inductor_cache: Path):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.text_area(key="source").input(SNIPPET.read_text()).run()
+    at.button(key="run").click().run()
+    assert not at.exception, at.exception
+    run_id = at.query_params["run"]
+    record = RunStore().get(run_id)
+    assert record is not None and record.verdict == "divergent"
+    assert "Minimize" in [t.label for t in at.tabs]
+
+    # start with a budget that cannot run out before Stop; watch the live fields
+    at.number_input(key=f"min_budget:{run_id}").set_value(120.0)
+    at.checkbox(key=f"min_shrinkray:{run_id}").uncheck()
+    at.button(key=f"min_start:{run_id}").click().run()
+    assert not at.exception, at.exception
+    assert any("Minimizing" in m.value for m in at.markdown)
+    wait_for(at, lambda a: metric(a, "Oracle calls") not in ("", "0"), 120, "the first oracle calls")
+    assert int(metric(at, "Candidates tried")) >= 1 and metric(at, "Best size (tokens)") not in ("", "–")
+    assert metric(at, "Elapsed").endswith(" s")
+    at.button(key=f"min_stop:{run_id}").click().run()
+    wait_for(at, lambda a: has_button(a, f"min_start:{run_id}"), 180, "Stop to take effect")
+    assert any(w.value.startswith("Stopped after") for w in at.warning), [w.value for w in at.warning]
+    stopped = minimize_job.load_outcome(Path(record.run_dir))
+    assert stopped is not None and stopped.state == minimize_job.STOPPED
+
+    # again, with a tiny budget: it resumes from any checkpointed best, runs to the end and verifies the repro
+    at.number_input(key=f"min_budget:{run_id}").set_value(8.0)
+    at.button(key=f"min_start:{run_id}").click().run()
+    wait_for(at, lambda a: has_button(a, f"min_start:{run_id}") and any("Minimized" in s.value for s in [*a.success, *a.warning]), 300, "the minimization to finish")
+    outcome = minimize_job.load_outcome(Path(record.run_dir))
+    assert outcome is not None and outcome.state == minimize_job.DONE, outcome
+    assert outcome.repro_verified and outcome.final_tokens < outcome.initial_tokens
+    assert any("**Minimized** — verified" in s.value for s in at.success)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Download repro.py" in labels and "Download issue.md" in labels
+    assert any(c.language == "python" and "torch.compile" in c.value and "DIVERGENT" in c.value for c in at.code)  # repro.py
+    assert any(c.language == "markdown" and "Ablation" in c.value for c in at.code), "no issue body"  # issue.md
+    assert (Path(record.run_dir) / "minimize" / "repro.py").exists() and (Path(record.run_dir) / "minimize" / "issue.md").exists()
+
+    # reopened in a new session: the result is read back, nothing runs
+    again = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    again.query_params["run"] = run_id
+    again.run()
+    assert not again.exception and any("**Minimized** — verified" in s.value for s in again.success)
+    assert has_button(again, f"min_start:{run_id}")
