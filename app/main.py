@@ -189,16 +189,19 @@ def main() -> None:
     with left:
         gallery_section()
         clicked = input_section()
-    if clicked:
-        if "active" in st.session_state:
-            st.toast("A check is already running; cancel it or wait for it.")
-        else:
-            start_check()
-    active = st.session_state.get("active")
-    if active is not None:
-        running.follow(active)
-        del st.session_state["active"]
-        st.session_state["current_run"] = active.run_id
+    # one container whether or not a check runs: the result below keeps its place in the page, so its
+    # tabs keep their selection (a widget in the Minimize tab reruns the page; moved tabs reset to the first)
+    with st.container():
+        if clicked:
+            if "active" in st.session_state:
+                st.toast("A check is already running; cancel it or wait for it.")
+            else:
+                start_check()
+        active = st.session_state.get("active")
+        if active is not None:
+            running.follow(active)
+            del st.session_state["active"]
+            st.session_state["current_run"] = active.run_id
     current = st.session_state.get("current_run")
     if current and st.query_params.get("run") != current:
         st.query_params["run"] = current
