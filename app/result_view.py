@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from app import heatmap as hm
-from app import minimize_tab, triton_pass
+from app import localize_tab, minimize_tab, probes_tab, triton_pass
 from app.store import RunRecord
 from engine import CheckResult, GeneratedCode, Kernel, LeafResult, Verdict
 
@@ -124,7 +124,7 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
     tri = triton_pass.load(result) if with_triton else None
     if with_triton:
         triton_caption(tri)
-    names = ["Leaves", "Generated code"] + (["Triton on CPU"] if with_triton else []) + ["Minimize", "Snippet & output", "Details"]
+    names = ["Leaves", "Generated code"] + (["Triton on CPU"] if with_triton else []) + ["Probes", "Localize", "Minimize", "Snippet & output", "Details"]
     tabs = dict(zip(names, st.tabs(names)))
     with tabs["Leaves"]:
         if result.leaves:
@@ -137,6 +137,10 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
     if with_triton:
         with tabs["Triton on CPU"]:
             triton_tab(record, tri)
+    with tabs["Probes"]:
+        probes_tab.render(record, result)
+    with tabs["Localize"]:
+        localize_tab.render(record, result)
     with tabs["Minimize"]:
         minimize_tab.render(record, result)
     with tabs["Snippet & output"]:

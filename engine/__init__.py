@@ -5,10 +5,12 @@ Importing this package does not import torch; checks run in a worker process.
 
 from engine.api import check_file, check_source, default_runner, load_result
 from engine.live import NotShippable, check
+from engine.localize import STEPS as LOCALIZATION_STEPS
 from engine.localize import Localization, localize_file, localize_source
+from engine.localize import localize as run_localization  # not `localize`: that name is the submodule
 from engine.options import CheckOptions, OptionsError
 from engine.paths import home as data_dir
-from engine.probes import ProbeReport, probe_file
+from engine.probes import ProbeKind, ProbeOutcome, ProbeReport, ProbeStatus, probe_file, run_probes
 from engine.probes import probe_source as probe
 from engine.result import CheckResult, ErrorInfo, GeneratedCode, Kernel, LeafResult, OutputCode, SeedOutcome
 from engine.runner import Job, Progress, Runner
@@ -16,8 +18,14 @@ from engine.snippet import SnippetError, SnippetStyle, detect_style
 from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 
 __all__ = [
+    "LOCALIZATION_STEPS",
     "Localization",
+    "ProbeKind",
+    "ProbeOutcome",
     "ProbeReport",
+    "ProbeStatus",
+    "run_localization",
+    "run_probes",
     "localize_file",
     "localize_source",
     "probe",

@@ -1,0 +1,109 @@
+"""The Probes and Localize tabs, driven headlessly (AppTest), on a real small CPU divergence.
+
+Compiles dominate on CI's two cores: one check of floor_divide_off_by_one is shared by both tests, the
+probes are three (one of them not applicable, so no compile), and floor division's graph is one node.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from app import localize_tab, probes_tab  # noqa: E402
+from app.store import RunStore  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+APP = str(REPO / "app" / "main.py")
+SAMPLE = REPO / "sample_cases" / "floor_divide_off_by_one.py"
+TIMEOUT = 300
+
+
+def wait_for(at: AppTest, cond: Callable[[AppTest], bool], timeout: float, what: str) -> None:
+    """Rerun the page (as the live fragment would) until cond holds."""
+    deadline = time.monotonic() + timeout
+    while not cond(at):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1.0)
+        at.run()
+        assert not at.exception, at.exception
+
+
+def has_button(at: AppTest, key: str) -> bool:
+    return any(b.key == key for b in at.button)
+
+
+def reopen(run_id: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture(scope="module")
+def divergent_run(divergence_home: Path, inductor_cache: Path) -> str:
+    """floor_divide_off_by_one checked through the app; its run id."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.text_area(key="source").input(SAMPLE.read_text()).run()
+    at.button(key="run").click().run()
+    assert not at.exception, at.exception
+    run_id = at.query_params["run"]
+    record = RunStore().get(run_id)
+    assert record is not None and record.verdict == "divergent", record
+    return str(run_id)
+
+
+def test_probes_tab_runs_shows_stores_and_opens_a_probe(divergent_run: str) -> None:
+    run_id = divergent_run
+    at = reopen(run_id)
+    assert "Probes" in [t.label for t in at.tabs]
+    at.multiselect(key=f"probe_kinds:{run_id}").set_value(["seeds", "transposed", "second-call"]).run()
+    at.number_input(key=f"probe_seeds:{run_id}").set_value(2).run()
+    at.button(key=f"probe_start:{run_id}").click().run()
+    assert not at.exception, at.exception
+    assert any("**Probing**" in m.value for m in at.markdown) or has_button(at, f"probe_start:{run_id}")  # it may already be done
+    wait_for(at, lambda a: has_button(a, f"probe_start:{run_id}") and probes_tab.load(RunStore().get(run_id).run_dir) is not None, 240, "the probes")
+    report = probes_tab.load(RunStore().get(run_id).run_dir)  # type: ignore[union-attr]
+    assert report is not None
+    status = {o.kind.value: o.status.value for o in report.outcomes}
+    assert status == {"seeds": "diverges", "transposed": "not-applicable", "second-call": "diverges"}, report
+    table = next(d.value for d in at.dataframe if "probe" in d.value.columns)
+    assert list(table["probe"]) == ["seeds", "transposed", "second-call"]
+    assert list(table["status"]) == ["diverges", "not applicable", "diverges"]
+    assert list(table["seed"])[0] == "0" and list(table["first divergent leaf"])[0] != "–"
+
+    # reopened: the table is read back; a probe's run opens as a run of its own
+    again = reopen(run_id)
+    assert any("3 probes" in e.value for e in again.error)
+    again.button(key=f"probe_open:{run_id}:seeds").click().run()
+    assert not again.exception, again.exception
+    assert again.query_params["run"] == f"{run_id}-probe-seeds"
+    assert any("Verdict: DIVERGENT" in e.value for e in again.error)
+
+
+def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None:
+    run_id = divergent_run
+    at = reopen(run_id)
+    at.button(key=f"loc_start:{run_id}").click().run()
+    assert not at.exception, at.exception
+    wait_for(at, lambda a: has_button(a, f"loc_start:{run_id}") and localize_tab.load(RunStore().get(run_id).run_dir) is not None, 280, "the localization")
+    loc = localize_tab.load(RunStore().get(run_id).run_dir)  # type: ignore[union-attr]
+    assert loc is not None and loc.ablation is not None and loc.bisect is not None and loc.intermediates is not None
+
+    again = reopen(run_id)  # everything below is read back from the run's directory
+    ladder = next(d.value for d in again.dataframe if "layer at fault" in d.value.columns)
+    assert list(ladder["setting"])[:4] == ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
+    assert list(ladder["layer at fault"]).index("◀ first to diverge") == 3
+    assert any(e.value.startswith("**Layer at fault:** Inductor") for e in again.error)
+    assert any("subsystem `lowerings`" in m.value and "op `div`" in m.value and " runs" in m.value for m in again.markdown), "no bisector line"
+    assert any("**`div`**" in m.value and "aten.div" in m.value for m in again.markdown), "no first-node card"
+    assert any("cpp_fused" in c.value for c in again.code), "no kernel source"
+    assert has_button(again, f"loc_open:{run_id}")
