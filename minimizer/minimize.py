@@ -107,11 +107,11 @@ def minimize(
 
     report = None
     if ablation:
-        from minimizer.report import ablate, render
+        from minimizer.report import locate, render
 
         assert oracle.baseline is not None  # establish() set it
-        rows = ablate(runner, final, options, signature, work_dir / "ablation")
-        report = render(final, repro or final, output, signature, oracle.baseline, rows)
+        rows, loc = locate(runner, final, options, signature, work_dir / "ablation")
+        report = render(final, repro or final, output, signature, oracle.baseline, rows, loc)
 
     return MinimizeResult(
         original=source,

@@ -1,8 +1,11 @@
-"""An upstream bug report in PyTorch's PT2 conventions: title, repro, observed vs expected, versions, ablation.
+"""An upstream bug report in PyTorch's PT2 conventions: title, repro, observed vs expected, versions, localization.
 
-The ablation re-checks the minimized program under each backend and under the two Inductor switches
-that explain most numerical reports; the first backend at which the signature appears points at the
-guilty stage, which is what the category guess is built on.
+The localization is the engine's (engine.run_localization), run on the minimized program: its ablation
+ladder re-checks the program under each backend and under the two Inductor switches that explain most
+numerical reports (the first backend at which the signature appears points at the guilty stage, which
+is what the category guess is built on), and its first diverging intermediate names the graph node and
+the generated kernel. The bisector is left out: it is many more compiles, and the ladder already names
+the layer.
 """
 
 from __future__ import annotations
@@ -10,18 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import CheckOptions, CheckResult, Runner, Symptom, Verdict
+from engine import CheckOptions, CheckResult, Localization, Runner, Symptom, Verdict, run_localization
 from minimizer.oracle import Outcome, Signature, classify
 
-# (label, backend, Inductor config overrides)
-ABLATION: tuple[tuple[str, str, dict[str, bool]], ...] = (
-    ("eager", "eager", {}),
-    ("aot_eager", "aot_eager", {}),
-    ("aot_eager_decomp_partition", "aot_eager_decomp_partition", {}),
-    ("inductor", "inductor", {}),
-    ("inductor + emulate_precision_casts", "inductor", {"emulate_precision_casts": True}),
-    ("inductor + fallback_random", "inductor", {"fallback_random": True}),
-)
+STEPS = ("ablation", "intermediates")  # one check more than the ladder alone; the node card is worth it
 
 
 @dataclass(frozen=True)
@@ -32,18 +27,22 @@ class AblationRow:
     explanation: str
 
 
-def ablate(runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path) -> tuple[AblationRow, ...]:
-    """Check the program under every ablation setting, two at a time."""
+def locate(runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path) -> tuple[tuple[AblationRow, ...], Localization]:
+    """The engine's ladder and first diverging intermediate; each rung also judged against the signature."""
+    loc = run_localization(runner, program, options, "repro.py", work_dir, steps=STEPS)
     rows: list[AblationRow] = []
-    for start in range(0, len(ABLATION), 2):  # two at a time: the worker's children share two cores
-        jobs = []
-        for i, (label, backend, config) in enumerate(ABLATION[start : start + 2], start):
-            opts = options.replace(backend=backend, inductor_config={**options.inductor_config, **config})
-            jobs.append((label, runner.submit(program, opts, "repro.py", run_dir=work_dir / f"ablation-{i}")))
-        for label, job in jobs:
-            result = job.wait()
-            rows.append(AblationRow(label, result.verdict, classify(signature, result) is Outcome.INTERESTING, result.explanation))
-    return tuple(rows)
+    for r in loc.ablation.rows if loc.ablation is not None else ():
+        try:  # "same divergence" needs the rung's leaves, which its run directory keeps
+            same = classify(signature, CheckResult.load(Path(r.run_dir))) is Outcome.INTERESTING if r.run_dir else r.diverges
+        except (OSError, ValueError, KeyError, TypeError):
+            same = r.diverges
+        rows.append(AblationRow(r.setting, r.verdict, same, r.explanation))
+    return tuple(rows), loc
+
+
+def ablate(runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path) -> tuple[AblationRow, ...]:
+    """The ladder's rows alone (see `locate`)."""
+    return locate(runner, program, options, signature, work_dir)[0]
 
 
 def guess_category(signature: Signature, rows: tuple[AblationRow, ...]) -> str:
@@ -90,7 +89,28 @@ def title(program: str, signature: Signature, baseline: CheckResult) -> str:
     return f"[inductor][{device}] {ops} gives a different result under torch.compile than eager ({what})"
 
 
-def render(program: str, repro: str, repro_output: str, signature: Signature, baseline: CheckResult, rows: tuple[AblationRow, ...]) -> str:
+def where_it_starts(loc: Localization | None) -> str:
+    """The localization's layer and first diverging node, as markdown; "" when there is none."""
+    if loc is None:
+        return ""
+    out = ["### Where it starts", ""]
+    if loc.ablation is not None:
+        out.append(f"Ablation: {loc.ablation.conclusion}.")
+    i = loc.intermediates
+    if i is not None and i.first is not None:
+        # the engine's explanation already names the node, its op and the kernel
+        out += ["", f"In the ATen graph Inductor compiles, the {i.explanation} (`{i.first.op}`)."]
+        if not i.reproduced:
+            out.append("(With every intermediate exposed the output no longer diverges: fusion changed, so treat this node as a hint.)")
+        if i.kernel_source:
+            out += ["", f"<details><summary>kernel {i.kernel}</summary>", "", "```", i.kernel_source.strip(), "```", "", "</details>"]
+    elif i is not None:
+        out += ["", f"First diverging intermediate: {i.status} ({i.explanation})."]
+    return "\n".join(out) + "\n"
+
+
+def render(program: str, repro: str, repro_output: str, signature: Signature, baseline: CheckResult, rows: tuple[AblationRow, ...],
+           localization: Localization | None = None) -> str:
     env = baseline.environment
     leaf = next((l for l in baseline.leaves if l.name == signature.leaf), None)
     observed = leaf.explanation if leaf is not None else baseline.explanation
@@ -124,6 +144,7 @@ Signature: {signature.describe()}.
 
 Category guess: **{guess_category(signature, rows)}**.
 
+{where_it_starts(localization)}
 ### Versions
 
 - torch: {env.get('torch', '?')}
