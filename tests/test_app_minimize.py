@@ -84,6 +84,7 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     assert any(c.language == "python" and "torch.compile" in c.value and "DIVERGENT" in c.value for c in at.code)  # repro.py
     assert any(c.language == "markdown" and "Ablation" in c.value for c in at.code), "no issue body"  # issue.md
     assert (Path(record.run_dir) / "minimize" / "repro.py").exists() and (Path(record.run_dir) / "minimize" / "issue.md").exists()
+    assert "Where it starts" in (Path(record.run_dir) / "minimize" / "issue.md").read_text()  # the engine's localization
 
     # reopened in a new session: the result is read back, nothing runs
     again = AppTest.from_file(APP, default_timeout=TIMEOUT)
