@@ -6,9 +6,7 @@ probes are three (one of them not applicable, so no compile), and floor division
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -18,21 +16,12 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import localize_tab, probes_tab  # noqa: E402
 from app.store import RunStore  # noqa: E402
+from tests.apptest_helpers import wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "app" / "main.py")
 SAMPLE = REPO / "sample_cases" / "floor_divide_off_by_one.py"
 TIMEOUT = 300
-
-
-def wait_for(at: AppTest, cond: Callable[[AppTest], bool], timeout: float, what: str) -> None:
-    """Rerun the page (as the live fragment would) until cond holds."""
-    deadline = time.monotonic() + timeout
-    while not cond(at):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1.0)
-        at.run()
-        assert not at.exception, at.exception
 
 
 def has_button(at: AppTest, key: str) -> bool:

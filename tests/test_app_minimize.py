@@ -7,9 +7,7 @@ and the issue body, and reopen the run with its result kept.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -19,21 +17,12 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import minimize_job  # noqa: E402
 from app.store import RunStore  # noqa: E402
+from tests.apptest_helpers import wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "app" / "main.py")
 SNIPPET = REPO / "tests" / "snippets" / "minimize_floor_divide_noisy.py"
 TIMEOUT = 300
-
-
-def wait_for(at: AppTest, cond: Callable[[AppTest], bool], timeout: float, what: str) -> None:
-    """Rerun the page (as the live fragment would) until cond holds."""
-    deadline = time.monotonic() + timeout
-    while not cond(at):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1.0)
-        at.run()
-        assert not at.exception, at.exception
 
 
 def metric(at: AppTest, label: str) -> str:
