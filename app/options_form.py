@@ -12,12 +12,13 @@ from typing import Any, MutableMapping
 import streamlit as st
 
 from engine import CheckOptions, OptionsError
+from engine.options import BACKENDS, CAST_DTYPES
+from engine.options import MODES as ENGINE_MODES
 
 AUTO = "auto"
-BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition")
-MODES = (AUTO, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+MODES = (AUTO, *ENGINE_MODES)
 TRISTATE = (AUTO, "on", "off")
-DTYPES = ("as written", "bf16", "fp16")
+DTYPES = ("as written", *CAST_DTYPES)
 FLAGS = ("fallback_random", "emulate_precision_casts")  # the Inductor flags that change numerics
 
 DEFAULTS: dict[str, Any] = {
