@@ -16,3 +16,17 @@ def wait_for(at: AppTest, cond: Callable[[AppTest], bool], timeout: float, what:
         time.sleep(1.0)
         at.run()
         assert not at.exception, at.exception
+
+
+def check_in_app(app: str, source: str, timeout: float) -> tuple[AppTest, str]:
+    """Paste the source into a fresh page and run the check; the page and the run id it shows."""
+    at = AppTest.from_file(app, default_timeout=timeout)
+    at.run()
+    at.text_area(key="source").input(source).run()
+    at.button(key="run").click().run()
+    assert not at.exception, at.exception
+    return at, str(at.query_params["run"])
+
+
+def has_button(at: AppTest, key: str) -> bool:
+    return any(b.key == key for b in at.button)

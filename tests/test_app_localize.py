@@ -16,16 +16,12 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import localize_tab, probes_tab  # noqa: E402
 from app.store import RunStore  # noqa: E402
-from tests.apptest_helpers import wait_for  # noqa: E402
+from tests.apptest_helpers import check_in_app, has_button, wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "app" / "main.py")
 SAMPLE = REPO / "sample_cases" / "floor_divide_off_by_one.py"
 TIMEOUT = 300
-
-
-def has_button(at: AppTest, key: str) -> bool:
-    return any(b.key == key for b in at.button)
 
 
 def reopen(run_id: str) -> AppTest:
@@ -39,12 +35,7 @@ def reopen(run_id: str) -> AppTest:
 @pytest.fixture(scope="module")
 def divergent_run(divergence_home: Path, inductor_cache: Path) -> str:
     """floor_divide_off_by_one checked through the app; its run id."""
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.run()
-    at.text_area(key="source").input(SAMPLE.read_text()).run()
-    at.button(key="run").click().run()
-    assert not at.exception, at.exception
-    run_id = at.query_params["run"]
+    _, run_id = check_in_app(APP, SAMPLE.read_text(), TIMEOUT)
     record = RunStore().get(run_id)
     assert record is not None and record.verdict == "divergent", record
     return str(run_id)

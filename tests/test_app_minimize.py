@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app import minimize_job  # noqa: E402
 from app.store import RunStore  # noqa: E402
-from tests.apptest_helpers import wait_for  # noqa: E402
+from tests.apptest_helpers import check_in_app, has_button, wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "app" / "main.py")
@@ -30,17 +30,8 @@ def metric(at: AppTest, label: str) -> str:
     return found[0] if found else ""
 
 
-def has_button(at: AppTest, key: str) -> bool:
-    return any(b.key == key for b in at.button)
-
-
 def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: Path, inductor_cache: Path):
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.run()
-    at.text_area(key="source").input(SNIPPET.read_text()).run()
-    at.button(key="run").click().run()
-    assert not at.exception, at.exception
-    run_id = at.query_params["run"]
+    at, run_id = check_in_app(APP, SNIPPET.read_text(), TIMEOUT)
     record = RunStore().get(run_id)
     assert record is not None and record.verdict == "divergent"
     assert "Minimize" in [t.label for t in at.tabs]
