@@ -3,11 +3,16 @@
 User code never runs in this process. One warm worker (torch imported once) forks a child per check;
 this module kills a child that runs past its wall-time or memory limit, and turns every way a child
 can end (result written, signal, exit, kill) into a CheckResult.
+
+At most `max_running` checks run at once (more only slow each other down on a few cores); the rest
+wait in a FIFO queue of at most `max_queued`, and a check submitted to a full queue ends at once as
+an ERROR of kind BUSY. Queued time does not count against a check's wall-time limit.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import deque
 import json
 import os
 import signal
@@ -49,8 +54,10 @@ class Job:
         self.options = options
         self._on_progress = on_progress
         self._started = time.monotonic()
+        self._dispatched = self._started  # reset when it leaves the queue: the wall-time limit counts from there
         self._stage = "queued"
         self._pid: int | None = None
+        self._dequeue: Callable[["Job"], bool] | None = None  # set by the runner while the job waits in its queue
         self._kill_reason: tuple[ErrorKind, str] | None = None
         self._result: CheckResult | None = None
         self._done = threading.Event()
@@ -97,6 +104,8 @@ class Job:
             pid = self._pid
         if pid is not None:
             _killpg(pid)
+        elif self._dequeue is not None and self._dequeue(self):
+            self._finish(None, None)  # it never left the queue: nothing ran
         # else: the child is not forked yet; _set_pid kills it the moment the worker reports it
 
     def _watch(self) -> None:
@@ -105,7 +114,7 @@ class Job:
         limit_bytes = self.options.memory_limit_mb * 1024 * 1024
         output_limit = self.options.max_output_mb * 1024 * 1024
         while not self._done.wait(0.2):
-            elapsed = time.monotonic() - self._started
+            elapsed = time.monotonic() - self._dispatched
             if elapsed > self.options.timeout_s:
                 self._kill(ErrorKind.TIMEOUT, f"the check ran past its {self.options.timeout_s:g} s wall-time limit during stage '{self._stage}'")
             elif self._pid is not None and _group_size(self._pid) > self.options.max_processes:
@@ -242,13 +251,30 @@ def _group_rss(pid: int) -> int:
     return total
 
 
-class Runner:
-    """Owns one warm worker process and the checks running in it."""
+def default_max_running() -> int:
+    """Two checks at once on the usual small machine: one compiles while the other runs; more only thrash."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
 
-    def __init__(self, cache_dir: Path | None = None, python: str | None = None, env: Mapping[str, str] | None = None) -> None:
+
+class Runner:
+    """Owns one warm worker process, the checks running in it and the queue in front of it."""
+
+    def __init__(
+        self,
+        cache_dir: Path | None = None,
+        python: str | None = None,
+        env: Mapping[str, str] | None = None,
+        max_running: int | None = None,
+        max_queued: int | None = None,
+    ) -> None:
         self.cache_dir = cache_dir or inductor_cache_dir()
         self.python = python or sys.executable
         self.env = dict(env or {})  # set in the worker before it imports torch
+        self.max_running = max(1, max_running or default_max_running())
+        self.max_queued = max_queued  # None: unbounded (a script that submits many checks just waits)
+        self._queue: deque[tuple[Job, str]] = deque()  # (job, filename) waiting for a free slot
+        self._sources: dict[str, str] = {}
+        self._running = 0  # jobs handed to the worker and not finished
         self._proc: subprocess.Popen[bytes] | None = None
         self._jobs: dict[str, tuple[Job, subprocess.Popen[bytes]]] = {}
         self._lock = threading.Lock()
@@ -309,13 +335,75 @@ class Runner:
             job._result.save(run_dir)
             job._done.set()
             return job
+        with self._lock:
+            if self._running < self.max_running:
+                self._running += 1
+                queued = False
+            elif self.max_queued is not None and len(self._queue) >= self.max_queued:
+                busy = f"{self._running} checks are running and {len(self._queue)} are waiting, the most this server queues; try again in a minute"
+                job._result = error_result(options, ErrorKind.BUSY, busy, run_dir=run_dir)
+                job._result.save(run_dir)
+                job._done.set()
+                return job
+            else:
+                self._queue.append((job, filename))
+                self._sources[job.id] = source
+                job._dequeue = self._dequeue
+                queued = True
+        if queued:
+            self._renumber()
+        else:
+            self._dispatch(job, source, filename)
+        return job
+
+    def queued(self) -> int:
+        """How many checks wait for a free slot."""
+        with self._lock:
+            return len(self._queue)
+
+    def _dequeue(self, job: Job) -> bool:
+        """Take a cancelled job out of the queue; False when it has already left it."""
+        with self._lock:
+            for i, (waiting, _) in enumerate(self._queue):
+                if waiting is job:
+                    del self._queue[i]
+                    self._sources.pop(job.id, None)
+                    break
+            else:
+                return False
+        self._renumber()
+        return True
+
+    def _renumber(self) -> None:
+        with self._lock:
+            waiting = [job for job, _ in self._queue]
+        for ahead, job in enumerate(waiting):
+            job._set_stage(f"queued ({ahead} ahead)" if ahead else "queued (next)")
+
+    def _release(self) -> None:
+        """A job handed to the worker has ended: hand the next queued one over, in its own thread."""
+        with self._lock:
+            if self._queue:
+                job, filename = self._queue.popleft()
+                job._dequeue = None
+                source = self._sources.pop(job.id)
+            else:
+                self._running -= 1
+                return
+        self._renumber()
+        # starting a worker can block for long: never in the thread that reads the worker's events
+        threading.Thread(target=self._dispatch, args=(job, source, filename), daemon=True, name=f"dispatch-{job.id}").start()
+
+    def _dispatch(self, job: Job, source: str, filename: str) -> None:
+        """Hand a job (holding one of the running slots) to the worker."""
+        job._dispatched = time.monotonic()
         job._set_stage("starting worker")
         try:
             self.start()
         except WorkerUnavailable as exc:
-            job._result = error_result(options, ErrorKind.INTERNAL, str(exc), run_dir=run_dir)
-            job._done.set()
-            return job
+            self._fail(job, ErrorKind.INTERNAL, str(exc))
+            return
+        options, run_dir = job.options, job.run_dir
         request = {"op": "check", "job": job.id, "source": source, "filename": filename, "options": options.to_json(), "run_dir": str(run_dir)}
         with self._lock:
             proc = self._proc
@@ -324,12 +412,16 @@ class Runner:
             try:
                 proc.stdin.write((json.dumps(request) + "\n").encode())
                 proc.stdin.flush()
+                return
             except (BrokenPipeError, OSError):
                 self._jobs.pop(job.id, None)
-                job._result = error_result(options, ErrorKind.CRASH, "the worker process died before the check started", run_dir=run_dir)
-                job._done.set()
-                return job
-        return job
+        self._fail(job, ErrorKind.CRASH, "the worker process died before the check started")
+
+    def _fail(self, job: Job, kind: ErrorKind, message: str) -> None:
+        job._result = error_result(job.options, kind, message, run_dir=job.run_dir)
+        job._stage = "done"
+        job._done.set()
+        self._release()
 
     def check(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
         return self.submit(source, options, filename, run_dir, on_progress).wait()
@@ -358,6 +450,7 @@ class Runner:
                 job._set_stage(str(event["stage"]))
             elif kind == "exit":
                 job._finish(event.get("code"), event.get("signal"))
+                self._release()
         # the worker is gone: every job still running in it ends as a crash
         self._ready[proc.pid].set()
         with self._lock:
@@ -368,12 +461,13 @@ class Runner:
                 self._proc = None
         for job in orphans:
             job._finish(None, signal.SIGKILL if job._kill_reason else None)
+            self._release()
 
     def close(self) -> None:
         with self._lock:
             proc, self._proc = self._proc, None
-            jobs = [job for job, _ in self._jobs.values()]
-        for job in jobs:
+            jobs = [job for job, _ in self._queue] + [job for job, _ in self._jobs.values()]
+        for job in jobs:  # the queued first, so none of them is handed to the worker that is going away
             job.cancel()
         if proc is not None:
             try:

@@ -55,6 +55,7 @@ class ErrorKind(str, Enum):
     OUTPUT = "output"  # the snippet printed more than the output limit
     PROCESSES = "processes"  # the snippet started more processes than allowed (a fork bomb)
     CANCELLED = "cancelled"
+    BUSY = "busy"  # the queue in front of the workers is full; nothing ran
     OPTIONS = "options"  # an option the host or torch cannot honour
     INTERNAL = "internal"  # a bug in Divergence Explorer itself
 

@@ -153,6 +153,14 @@ def main() -> None:
             _child(request, events)
         reaper.add(pid, request["job"])
         events.send(job=request["job"], event="started", pid=pid)
+    # stdin closed or "exit": the caller is gone (perhaps SIGKILLed), and with it every watchdog, so no
+    # check may outlive it; its run stays without a result and the app marks it interrupted
+    with reaper.lock:
+        orphans = list(reaper.jobs)
+    from engine.sandbox import clean_up
+
+    for pid in orphans:
+        clean_up(pid)
 
 
 if __name__ == "__main__":

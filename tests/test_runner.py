@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from engine import CheckOptions, ErrorKind, Verdict
+from engine import CheckOptions, ErrorKind, Runner, Verdict
 
 LOOP = "import torch\ninputs = (torch.randn(3),)\ndef fn(x):\n    while True:\n        pass\n"
 SIMPLE = "import torch\ndef fn(x):\n    return x + 1\ninputs = (torch.ones(3),)\n"
@@ -51,3 +51,21 @@ def test_a_dead_worker_is_replaced(runner, tmp_path):
     runner._proc.kill()  # what an OOM kill of the warm worker looks like from here
     runner._proc.wait()
     assert runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path).verdict is Verdict.MATCH
+
+
+def test_the_queue_is_bounded_and_a_queued_job_cancels_without_running(inductor_cache, tmp_path):
+    with Runner(cache_dir=inductor_cache, max_running=1, max_queued=1) as small:
+        looping = small.submit(LOOP, CheckOptions(timeout_s=120), run_dir=tmp_path / "loop")
+        waiting = small.submit(SIMPLE, CheckOptions(), run_dir=tmp_path / "waiting")
+        refused = small.submit(SIMPLE, CheckOptions(), run_dir=tmp_path / "refused")
+        assert refused.wait(5).error.kind is ErrorKind.BUSY and "try again" in refused.wait().error.message
+        assert waiting.progress.stage == "queued (next)"
+        waiting.cancel()
+        assert waiting.wait(5).error.kind is ErrorKind.CANCELLED
+        assert not (tmp_path / "waiting" / "output.log").exists()  # it never reached the worker
+        follower = small.submit(SIMPLE, CheckOptions(timeout_s=60), run_dir=tmp_path / "follower")  # room again
+        wait_for_stage(looping, "eager")
+        assert follower.progress.stage == "queued (next)"
+        looping.cancel()
+        assert looping.wait(30).error.kind is ErrorKind.CANCELLED
+        assert follower.wait(120).verdict is Verdict.MATCH  # handed over when the slot freed
