@@ -39,7 +39,8 @@ class Snapshot:
 class DeepJob:
     """One probe or localization run in a daemon thread; `snapshot()` is safe from any thread."""
 
-    def __init__(self, name: str, runner: Runner, work: Work) -> None:
+    def __init__(self, name: str, runner: Runner, work: Work, session: str = "") -> None:
+        self.session = session  # the browser session that started it: only it may stop it
         self._runner = StoppableRunner(runner)
         self._work = work
         self._lock = threading.Lock()

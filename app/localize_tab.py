@@ -57,12 +57,12 @@ def _work(source: str, result: CheckResult, directory: Path, steps: list[str]) -
 def _start(record: RunRecord, result: CheckResult, source: str) -> None:
     steps = [s for s in LOCALIZATION_STEPS if s in (st.session_state.get(f"loc_steps:{record.id}") or LOCALIZATION_STEPS)]
     work = _work(source, result, Path(record.run_dir) / LOCALIZE_DIR, steps)
-    registry().start(_key(record.id), lambda: DeepJob(f"localize-{record.id}", running.runner(), work))
+    registry().start(_key(record.id), lambda: DeepJob(f"localize-{record.id}", running.runner(), work, running.session()))
 
 
 def _stop(run_id: str) -> None:
     job = registry().get(_key(run_id))
-    if job is not None:
+    if job is not None and job.session == running.session():  # a cancel stops only one's own job
         job.stop()
 
 
@@ -105,7 +105,10 @@ def live(run_id: str, run_dir: str) -> None:
     if snap.state != "running":
         st.rerun()
     progress_panel(snap, Path(run_dir) / LOCALIZE_DIR)
-    st.button("Stop", key=f"loc_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping, help="kills the checks in flight")
+    if job.session == running.session():
+        st.button("Stop", key=f"loc_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping, help="kills the checks in flight")
+    else:
+        st.caption("Started in another session: only that session can stop it.")
 
 
 def progress_panel(snap: Snapshot, directory: Path) -> None:
@@ -175,7 +178,7 @@ def _open_instrumented(record: RunRecord, run_dir: str) -> None:
     """Record the instrumented compile's run in the store and make it the page's run (its generated code)."""
     run_id = f"{record.id}-intermediates"
     store = running.store()
-    store.add(RunRecord(run_id, time.time(), f"{record.name} · intermediates exposed", f"localize:{record.id}", run_dir, dict(record.options)))
+    store.add(RunRecord(run_id, time.time(), f"{record.name} · intermediates exposed", f"localize:{record.id}", run_dir, dict(record.options), session=running.session()))
     result = running.load_result(store.get(run_id))  # type: ignore[arg-type]
     if result is not None:
         store.finish(run_id, result.verdict.value, result.explanation)

@@ -15,11 +15,13 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 import datetime as dt  # noqa: E402
+import uuid  # noqa: E402
 
 import streamlit as st  # noqa: E402
 from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
 from app import gallery, options_form, result_view, running  # noqa: E402
+from app.store import INTERRUPTED, RunRecord  # noqa: E402
 from engine import OptionsError  # noqa: E402
 
 PLACEHOLDER = """import torch
@@ -85,15 +87,26 @@ def _open_run(run_id: str) -> None:
 
 
 def past_runs(sidebar: DeltaGenerator) -> None:
-    sidebar.markdown("## Past runs")
-    records = running.store().recent(30)
-    if not records:
-        sidebar.caption("Runs you start are kept here (and stay after a restart).")
+    sidebar.markdown("## Your runs")
+    session = running.session()
+    mine = running.store().recent(30, session=session)
+    if not mine:
+        sidebar.caption("Runs you start are kept here, and stay after a reload or a restart of the app.")
+    for r in mine:
+        _run_button(sidebar, r, "open")
+    others = running.store().recent(30, exclude_session=session)
+    if others:
+        with sidebar.expander(f"Other sessions' runs ({len(others)}{'+' if len(others) == 30 else ''})"):
+            for r in others:
+                _run_button(st, r, "other")
+
+
+def _run_button(where: object, r: RunRecord, prefix: str) -> None:
+    when = dt.datetime.fromtimestamp(r.created).strftime("%m-%d %H:%M")
+    icon = "⏹" if r.status == INTERRUPTED else result_view.ICON.get(r.verdict, result_view.ICON[None])
+    label = f"{icon} {r.name[:38]} · {when}"
     current = st.session_state.get("current_run")
-    for r in records:
-        when = dt.datetime.fromtimestamp(r.created).strftime("%m-%d %H:%M")
-        label = f"{result_view.ICON.get(r.verdict, result_view.ICON[None])} {r.name[:38]} · {when}"
-        sidebar.button(label, key=f"open:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", type="primary" if r.id == current else "secondary")
+    where.button(label, key=f"{prefix}:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", type="primary" if r.id == current else "secondary")  # type: ignore[attr-defined]
 
 
 def gallery_section() -> None:
@@ -155,7 +168,9 @@ def start_check() -> None:
     except (OptionsError, ValueError, TypeError) as exc:
         st.error(f"Settings: {exc}")
         return
-    st.session_state["active"] = running.submit(source, st.session_state["filename"], options, st.session_state["name"], st.session_state["origin"])
+    st.session_state["active"] = running.submit(
+        source, st.session_state["filename"], options, st.session_state["name"], st.session_state["origin"], running.session()
+    )
 
 
 def show_current() -> None:
@@ -168,9 +183,23 @@ def show_current() -> None:
         return
     result = running.load_result(record)
     if result is None:
-        st.info(f"Run `{run_id}` has no result: it is still running in another session, or the app stopped while it ran.")
+        if record.status == INTERRUPTED:
+            when = dt.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S")
+            st.warning(
+                f"Run `{run_id}` ({record.name}, started {when}) was **interrupted**: the app stopped while it ran, so it has no result. "
+                "Its program is below; run it again to get one."
+            )
+            _show_snippet(record)
+        else:
+            st.info(f"Run `{run_id}` has no result yet: it is still running in another session.")
         return
     result_view.render_run(record, result)
+
+
+def _show_snippet(record: RunRecord) -> None:
+    snippet = Path(record.run_dir) / "snippet.py"
+    if snippet.exists():
+        st.code(snippet.read_text(), language="python", line_numbers=True)
 
 
 def main() -> None:
@@ -179,6 +208,12 @@ def main() -> None:
     if "current_run" not in st.session_state:
         # a new session: a ?run=<id> link (another tab, a restarted app) opens that stored run
         st.session_state["current_run"] = st.query_params.get("run")
+    if "session" not in st.session_state:
+        # ?sid= keeps a reload (or a restarted app) in the same session, so its runs stay listed as its own
+        sid = st.query_params.get("sid", "")
+        st.session_state["session"] = sid if sid.isalnum() and len(sid) <= 32 else uuid.uuid4().hex[:12]
+    if st.query_params.get("sid") != st.session_state["session"]:
+        st.query_params["sid"] = st.session_state["session"]
     running.runner()  # starts the warm worker with the first page view
     sidebar = st.sidebar.container()  # filled last, so it lists a run that finished during this script run
     st.markdown("## Divergence Explorer")

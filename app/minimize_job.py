@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, cast
 
-from engine import CheckOptions, CheckResult, Job, Progress, Runner
+from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner
 from minimizer import ReduceProgress, measure
 from minimizer.minimize import MinimizeResult, minimize
 from minimizer.oracle import NotReproducible
@@ -33,6 +33,7 @@ OUT_DIR = "minimize"  # inside the run's directory
 OUTCOME_FILE = "outcome.json"
 REPRO_FILE = "repro.py"
 ISSUE_FILE = "issue.md"
+BUSY_RETRY_S = 2.0
 MAX_CANDIDATE_TIMEOUT_S = 120.0  # a reduction often makes a candidate loop; don't let one eat the whole budget
 
 # states of a job
@@ -116,9 +117,14 @@ class StoppableRunner:
         return self._runner.python
 
     def submit(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> Job:
-        if self._stop.is_set():
-            raise Stopped()
-        job = self._runner.submit(source, options, filename, run_dir, on_progress)
+        while True:
+            if self._stop.is_set():
+                raise Stopped()
+            job = self._runner.submit(source, options, filename, run_dir, on_progress)
+            # a full queue (other users' checks) says nothing about the candidate: wait for room, never reject it
+            if not (job.done() and job.wait().error is not None and job.wait().error.kind is ErrorKind.BUSY):
+                break
+            self._stop.wait(BUSY_RETRY_S)
         with self._lock:
             self._jobs = [j for j in self._jobs if not j.done()] + [job]
         if self._stop.is_set():
@@ -157,8 +163,20 @@ def minimize_options(options: CheckOptions) -> CheckOptions:
 class MinimizeJob:
     """One minimization of a run's program, running in a daemon thread; `snapshot()` is safe from any thread."""
 
-    def __init__(self, run_dir: Path, source: str, options: CheckOptions, runner: Runner, checkpoints: Path, settings: Settings) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        source: str,
+        options: CheckOptions,
+        runner: Runner,
+        checkpoints: Path,
+        settings: Settings,
+        session: str = "",
+        on_end: Callable[[Outcome], None] | None = None,
+    ) -> None:
         self.run_dir = Path(run_dir)
+        self.session = session  # the browser session that started it: only it may stop it
+        self._on_end = on_end
         self.source = source
         self.options = minimize_options(options)
         self.settings = settings
@@ -227,6 +245,11 @@ class MinimizeJob:
             save_outcome(self.run_dir, outcome)
         except OSError:
             pass
+        if self._on_end is not None:
+            try:
+                self._on_end(outcome)
+            except Exception:  # the outcome is on disk already; a failed bookkeeping call must not hide it
+                pass
         with self._lock:
             self._state = outcome.state
             self._outcome = outcome

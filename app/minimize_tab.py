@@ -14,8 +14,9 @@ import streamlit as st
 
 from app import running
 from app.minimize_job import DONE, FAILED, STARTING, STOPPED, MinimizeJob, Outcome, Registry, Settings, Snapshot, checkpoint_root, checkpointed_best, load_outcome
-from app.store import RunRecord
+from app.store import INTERRUPTED, RunRecord
 from engine import CheckResult, Verdict, data_dir
+from minimizer import measure
 
 POLL_S = 1.0
 
@@ -37,15 +38,20 @@ def _settings(run_id: str) -> Settings:
 
 def _start(record: RunRecord, result: CheckResult, source: str) -> None:
     settings = _settings(record.id)
-    registry().start(
-        record.id,
-        lambda: MinimizeJob(Path(record.run_dir), source, result.options, running.runner(), checkpoint_root(data_dir()), settings),
-    )
+    session = running.session()
+
+    def make() -> MinimizeJob:
+        store = running.store()
+        store.start_minimization(record.id, session)  # SQLite knows it runs: a killed app leaves it marked interrupted
+        on_end = lambda o: store.end_minimization(record.id, o.state, o.message)  # noqa: E731
+        return MinimizeJob(Path(record.run_dir), source, result.options, running.runner(), checkpoint_root(data_dir()), settings, session, on_end)
+
+    registry().start(record.id, make)
 
 
 def _stop(run_id: str) -> None:
     job = registry().get(run_id)
-    if job is not None:
+    if job is not None and job.session == running.session():  # a cancel stops only one's own job
         job.stop()
 
 
@@ -76,7 +82,15 @@ def render(record: RunRecord, result: CheckResult) -> None:
         assert job is not None
         live(record.id)
         return
-    resumable = checkpointed_best(checkpoint_root(data_dir()), source) is not None
+    best = checkpointed_best(checkpoint_root(data_dir()), source)
+    resumable = best is not None
+    kept = running.store().minimization(record.id)
+    if kept is not None and kept.status == INTERRUPTED:
+        when = dt.datetime.fromtimestamp(kept.started).strftime("%Y-%m-%d %H:%M:%S")
+        st.warning(
+            f"The minimization started {when} was **interrupted**: the app stopped while it ran. "
+            + (f"Its best candidate so far ({measure(best).tokens} tokens) is checkpointed: Resume continues from it." if best is not None else "It had not found a smaller candidate yet.")
+        )
     st.button("Resume minimizing" if resumable else "Start minimizing", type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source),
               help="resumes from the checkpointed best candidate" if resumable else None)
     outcome = job.snapshot().outcome if job is not None else None
@@ -95,8 +109,11 @@ def live(run_id: str) -> None:
     if snap.outcome is not None:
         st.rerun()  # the page swaps the live panel for the result and the Start button
     progress_panel(snap)
-    st.button("Stop", key=f"min_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping,
-              help="kills the checks in flight; the best candidate so far stays checkpointed")
+    if job.session == running.session():
+        st.button("Stop", key=f"min_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping,
+                  help="kills the checks in flight; the best candidate so far stays checkpointed")
+    else:
+        st.caption("Started in another session: only that session can stop it.")
 
 
 def phase(snap: Snapshot) -> str:

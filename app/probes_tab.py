@@ -61,12 +61,12 @@ def _start(record: RunRecord, result: CheckResult, source: str) -> None:
     seeds = int(state.get(f"probe_seeds:{record.id}", 3))
     work = _work(source, result, Path(record.run_dir) / PROBES_DIR, kinds, seeds)
     state[f"probe_total:{record.id}"] = len(kinds)
-    registry().start(_key(record.id), lambda: DeepJob(f"probes-{record.id}", running.runner(), work))
+    registry().start(_key(record.id), lambda: DeepJob(f"probes-{record.id}", running.runner(), work, running.session()))
 
 
 def _stop(run_id: str) -> None:
     job = registry().get(_key(run_id))
-    if job is not None:
+    if job is not None and job.session == running.session():  # a cancel stops only one's own job
         job.stop()
 
 
@@ -75,7 +75,7 @@ def _open(record: RunRecord, outcome: ProbeOutcome) -> None:
     assert outcome.run_dir is not None
     probe_id = f"{record.id}-probe-{outcome.kind.value}"
     store = running.store()
-    store.add(RunRecord(probe_id, time.time(), f"{record.name} · probe {outcome.kind.value}", f"probe:{record.id}", outcome.run_dir, outcome.options.to_json()))
+    store.add(RunRecord(probe_id, time.time(), f"{record.name} · probe {outcome.kind.value}", f"probe:{record.id}", outcome.run_dir, outcome.options.to_json(), session=running.session()))
     store.finish(probe_id, outcome.verdict.value, outcome.explanation)
     st.session_state["current_run"] = probe_id
 
@@ -117,7 +117,10 @@ def live(run_id: str) -> None:
     if snap.state != "running":
         st.rerun()  # the page swaps the live panel for the table
     progress_panel(snap, int(st.session_state.get(f"probe_total:{run_id}", len(ProbeKind))))
-    st.button("Stop", key=f"probe_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping, help="kills the checks in flight")
+    if job.session == running.session():
+        st.button("Stop", key=f"probe_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping, help="kills the checks in flight")
+    else:
+        st.caption("Started in another session: only that session can stop it.")
 
 
 def progress_panel(snap: Snapshot, total: int) -> None:

@@ -8,6 +8,7 @@ never depends on the script run that started it.
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,15 +18,23 @@ import streamlit as st
 
 from engine import CheckOptions, CheckResult, Job, Runner, Verdict
 from app import triton_pass
-from app.store import RunRecord, RunStore
+from app.store import INTERRUPTED, RunRecord, RunStore
 
 STAGES = ("loading", "eager", "compiling", "compiled run", "fp64 reference", "comparing")
 POLL_S = 0.2
+DEFAULT_MAX_QUEUED = 16  # a workshop room's worth; beyond it a check is refused at once rather than waiting forever
+
+
+def max_queued() -> int:
+    try:
+        return max(0, int(os.environ.get("DIVERGENCE_MAX_QUEUED", DEFAULT_MAX_QUEUED)))
+    except ValueError:
+        return DEFAULT_MAX_QUEUED
 
 
 @st.cache_resource(show_spinner=False)
 def runner() -> Runner:
-    r = Runner()
+    r = Runner(max_queued=max_queued())
     atexit.register(r.close)
     # importing torch in the worker takes seconds: start it now, not at the first click
     threading.Thread(target=_warm, args=(r,), daemon=True, name="warm-worker").start()
@@ -41,7 +50,14 @@ def _warm(r: Runner) -> None:
 
 @st.cache_resource(show_spinner=False)
 def store() -> RunStore:
-    return RunStore()
+    s = RunStore()
+    s.recover()  # once per server process: what a killed predecessor left "running" is marked interrupted
+    return s
+
+
+def session() -> str:
+    """This browser session's id (app.main sets it; kept in the URL as ?sid= across reloads)."""
+    return str(st.session_state.get("session", ""))
 
 
 @dataclass
@@ -68,13 +84,13 @@ class Active:
             self.job.cancel()
 
 
-def submit(source: str, filename: str, options: CheckOptions, name: str, origin: str) -> Active:
+def submit(source: str, filename: str, options: CheckOptions, name: str, origin: str, session: str = "") -> Active:
     # the ordinary worker refuses triton_cpu: the pass runs afterwards in its own worker (app.triton_pass)
     job = runner().submit(source, options.replace(triton_cpu=False), filename)
     if options.triton_cpu:
         triton_pass.warm()
     run_id = Path(job.run_dir).name
-    store().add(RunRecord(run_id, time.time(), name, origin, str(job.run_dir), options.to_json()))
+    store().add(RunRecord(run_id, time.time(), name, origin, str(job.run_dir), options.to_json(), session=session))
     return Active(job, run_id, name, source=source, filename=filename, triton_options=options if options.triton_cpu else None)
 
 
@@ -142,6 +158,8 @@ def follow(active: Active) -> CheckResult:
 
 def load_result(record: RunRecord) -> CheckResult | None:
     """A stored run's result, or None when it never finished (e.g. the app stopped while it ran)."""
+    if record.status == INTERRUPTED:
+        return None
     try:
         result = CheckResult.load(Path(record.run_dir))
     except (OSError, ValueError, KeyError, TypeError):

@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app.store import DONE, RunRecord, RunStore  # noqa: E402
 from engine import CheckOptions, CheckResult, Runner, Verdict  # noqa: E402
+from tests.apptest_helpers import check_in_app, has_button  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "app" / "main.py")
@@ -194,6 +195,20 @@ def test_broken_snippet_shows_its_error_and_the_next_run_works(app: AppTest):
     assert app.status[0].state == "complete" and not banner(app).startswith("**Verdict: ERROR**")
 
 
+def test_each_session_lists_its_own_runs_and_keeps_them_across_a_reload(divergence_home: Path):
+    mine, run_id = check_in_app(APP, PROGRAM, TIMEOUT)
+    assert has_button(mine, f"open:{run_id}") and mine.query_params["sid"] == mine.session_state["session"]
+    other = AppTest.from_file(APP, default_timeout=TIMEOUT)  # another user on the same server
+    other.run()
+    assert other.session_state["session"] != mine.session_state["session"]
+    assert not has_button(other, f"open:{run_id}") and has_button(other, f"other:{run_id}")
+    reloaded = AppTest.from_file(APP, default_timeout=TIMEOUT)  # the first user reloads the page: the URL keeps ?sid=
+    reloaded.query_params["sid"] = mine.query_params["sid"]
+    reloaded.run()
+    assert has_button(reloaded, f"open:{run_id}")
+    assert RunStore().get(run_id).session == mine.session_state["session"]  # type: ignore[union-attr]
+
+
 def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tuple[str, CheckResult], divergence_home: Path):
     run_id, result = stored_run
     before = sorted(p.name for p in (divergence_home / "runs").iterdir())
@@ -204,6 +219,7 @@ def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tup
     assert banner(at).startswith(f"**Verdict: {result.verdict.value.upper()}**")
     assert any(m.value == "### big softmax" for m in at.markdown)
     assert sorted(p.name for p in (divergence_home / "runs").iterdir()) == before
-    # and from the sidebar of a session that is showing something else
-    app.button(key=f"open:{run_id}").click().run()
+    # and from the sidebar of a session that is showing something else (it was not this session's run)
+    assert not has_button(app, f"open:{run_id}")
+    app.button(key=f"other:{run_id}").click().run()
     assert app.query_params["run"] == run_id and banner(app).startswith(f"**Verdict: {result.verdict.value.upper()}**")

@@ -45,11 +45,18 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     wait_for(at, lambda a: metric(a, "Oracle calls") not in ("", "0"), 120, "the first oracle calls")
     assert int(metric(at, "Candidates tried")) >= 1 and metric(at, "Best size (tokens)") not in ("", "–")
     assert metric(at, "Elapsed").endswith(" s")
+    kept = RunStore().minimization(run_id)  # SQLite knows it runs, so a killed app leaves it marked interrupted
+    assert kept is not None and kept.status == "running" and kept.session == at.session_state["session"]
+    watcher = AppTest.from_file(APP, default_timeout=TIMEOUT)  # another user opens the same run: progress, but no Stop
+    watcher.query_params["run"] = run_id
+    watcher.run()
+    assert not has_button(watcher, f"min_stop:{run_id}") and any("only that session can stop it" in c.value for c in watcher.caption)
     at.button(key=f"min_stop:{run_id}").click().run()
     wait_for(at, lambda a: has_button(a, f"min_start:{run_id}"), 180, "Stop to take effect")
     assert any(w.value.startswith("Stopped after") for w in at.warning), [w.value for w in at.warning]
     stopped = minimize_job.load_outcome(Path(record.run_dir))
     assert stopped is not None and stopped.state == minimize_job.STOPPED
+    assert RunStore().minimization(run_id).status == minimize_job.STOPPED  # type: ignore[union-attr]
 
     # again, with a tiny budget: it resumes from any checkpointed best, runs to the end and verifies the repro
     at.number_input(key=f"min_budget:{run_id}").set_value(8.0)
@@ -58,6 +65,7 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     outcome = minimize_job.load_outcome(Path(record.run_dir))
     assert outcome is not None and outcome.state == minimize_job.DONE, outcome
     assert outcome.repro_verified and outcome.final_tokens < outcome.initial_tokens
+    assert RunStore().minimization(run_id).status == minimize_job.DONE  # type: ignore[union-attr]
     assert any("**Minimized** — verified" in s.value for s in at.success)
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download repro.py" in labels and "Download issue.md" in labels

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +18,7 @@ pytest.importorskip("plotly")
 
 from app import gallery, options_form  # noqa: E402
 from app import heatmap as hm  # noqa: E402
-from app.store import DONE, RunRecord, RunStore  # noqa: E402
+from app.store import DONE, INTERRUPTED, RUNNING, RunRecord, RunStore, alive, process_identity  # noqa: E402
 from engine import CheckOptions  # noqa: E402
 from engine.cli import build_parser, serve_command  # noqa: E402
 
@@ -133,6 +136,50 @@ def test_store_round_trip_in_wal_mode(tmp_path: Path):
     assert [r.id for r in reopened.recent()] == ["r2", "r1"] and reopened.get("nope") is None
     with sqlite3.connect(tmp_path / "app.sqlite") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_restarted_store_marks_what_dead_servers_left_running_as_interrupted(tmp_path: Path):
+    dead = f"{os.getpid()}:0"  # our pid with another start time: a recycled pid is not the old server
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = process_identity(sleeper.pid)
+        assert alive(live) and not alive(dead) and not alive("999999999:1") and alive(process_identity())
+        old = RunStore(tmp_path / "app.sqlite", owner=dead)
+        runs = tmp_path / "runs"
+        for run_id in ("finished", "cut", "wrote-result", "elsewhere"):
+            (runs / run_id).mkdir(parents=True)
+        old.add(RunRecord("finished", 1.0, "a", "paste", str(runs / "finished"), session="s1"))
+        old.finish("finished", "match", "bit-identical")
+        old.add(RunRecord("cut", 2.0, "b", "paste", str(runs / "cut"), session="s1"))
+        old.add(RunRecord("wrote-result", 3.0, "c", "paste", str(runs / "wrote-result"), session="s2"))
+        (runs / "wrote-result" / "result.json").write_text(json.dumps({"verdict": "divergent", "explanation": "late"}))
+        old.start_minimization("finished", "s1")
+        other_server = RunStore(tmp_path / "app.sqlite", owner=live)
+        other_server.add(RunRecord("elsewhere", 4.0, "d", "paste", str(runs / "elsewhere")))
+
+        restarted = RunStore(tmp_path / "app.sqlite")
+        assert restarted.recover() == (["cut"], ["finished"])
+        status = {r.id: (r.status, r.verdict) for r in restarted.recent()}
+        assert status == {"finished": (DONE, "match"), "cut": (INTERRUPTED, None), "wrote-result": (DONE, "divergent"), "elsewhere": (RUNNING, None)}
+        assert restarted.minimization("finished").status == INTERRUPTED  # type: ignore[union-attr]
+        assert [r.id for r in restarted.recent(session="s1")] == ["cut", "finished"]
+        assert [r.id for r in restarted.recent(exclude_session="s1")] == ["elsewhere", "wrote-result"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_an_older_database_gains_the_new_columns(tmp_path: Path):
+    with sqlite3.connect(tmp_path / "app.sqlite") as conn:
+        conn.execute(
+            "CREATE TABLE runs (id TEXT PRIMARY KEY, created REAL NOT NULL, name TEXT NOT NULL, origin TEXT NOT NULL, run_dir TEXT NOT NULL,"
+            " options TEXT NOT NULL, status TEXT NOT NULL, verdict TEXT, explanation TEXT, finished REAL)"
+        )
+        conn.execute("INSERT INTO runs VALUES ('old', 1.0, 'x', 'paste', '/nowhere', '{}', 'done', 'match', 'same', 2.0)")
+    conn.close()
+    store = RunStore(tmp_path / "app.sqlite")
+    old = store.get("old")
+    assert old is not None and (old.verdict, old.session) == ("match", "")
 
 
 def test_gallery_reads_every_sample_case_without_running_it():
