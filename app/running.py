@@ -25,16 +25,17 @@ POLL_S = 0.2
 DEFAULT_MAX_QUEUED = 16  # a workshop room's worth; beyond it a check is refused at once rather than waiting forever
 
 
-def max_queued() -> int:
+def _env_int(name: str, default: int | None) -> int | None:
     try:
-        return max(0, int(os.environ.get("DIVERGENCE_MAX_QUEUED", DEFAULT_MAX_QUEUED)))
-    except ValueError:
-        return DEFAULT_MAX_QUEUED
+        return max(0, int(os.environ[name]))
+    except (KeyError, ValueError):
+        return default
 
 
 @st.cache_resource(show_spinner=False)
 def runner() -> Runner:
-    r = Runner(max_queued=max_queued())
+    # DIVERGENCE_MAX_RUNNING: checks at once (default: the cores, up to 4); DIVERGENCE_MAX_QUEUED: waiting ones
+    r = Runner(max_running=_env_int("DIVERGENCE_MAX_RUNNING", None), max_queued=_env_int("DIVERGENCE_MAX_QUEUED", DEFAULT_MAX_QUEUED))
     atexit.register(r.close)
     # importing torch in the worker takes seconds: start it now, not at the first click
     threading.Thread(target=_warm, args=(r,), daemon=True, name="warm-worker").start()

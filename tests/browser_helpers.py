@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Mapping
 
 import pytest
 
@@ -39,11 +40,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(home: Path, inductor_cache: Path, log_name: str, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(home: Path, inductor_cache: Path, log_name: str, extra_env: Mapping[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """`divergence serve` on its own data directory; returns once Streamlit answers its health check."""
-    port = port or free_port()
+    port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
-    env = {**os.environ, "DIVERGENCE_HOME": str(home), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
+    env = {**os.environ, "DIVERGENCE_HOME": str(home), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache), **(extra_env or {})}
     env.pop("STREAMLIT_SERVER_ADDRESS", None)
     with open(ARTIFACTS / log_name, "ab") as log:
         proc = subprocess.Popen(

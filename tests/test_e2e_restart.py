@@ -118,8 +118,8 @@ def test_sigkill_mid_check_and_mid_minimization_loses_nothing(tmp_path: Path, in
             assert rows(home, "SELECT run_id, status FROM minimizations") == [(finished, "running")]
             until(lambda: not processes_of(home), 30, "the minimization's checks to end with the app")
 
-            # 4. restarted again: marked interrupted, and Resume continues from the checkpoint
-            proc, url = start_server(home, inductor_cache, "e2e-restart-server.log")
+            # 4. restarted again (running one check at a time, queueing one): marked interrupted, Resume continues
+            proc, url = start_server(home, inductor_cache, "e2e-restart-server.log", {"DIVERGENCE_MAX_RUNNING": "1", "DIVERGENCE_MAX_QUEUED": "1"})
             servers.append(proc)
             page.goto(f"{url}/?run={finished}")
             page.get_by_role("tab", name="Minimize").click()
@@ -132,6 +132,23 @@ def test_sigkill_mid_check_and_mid_minimization_loses_nothing(tmp_path: Path, in
             page.screenshot(path=str(ARTIFACTS / "e2e-restart-resumed.png"), full_page=True)
             page.get_by_role("button", name="Stop").click()
             until(lambda: rows(home, "SELECT status FROM minimizations") == [("stopped",)], 120, "Stop to take effect")
+
+            # 5. three users at once: one runs, one waits in the queue, one is turned away; each cancels only its own
+            users = [browser.new_page(viewport={"width": 1400, "height": 1400}) for _ in range(3)]
+            for user in users:
+                user.goto(url)
+            run_program(users[0], SLOW)
+            expect(users[0].get_by_text("▶ loading")).to_be_visible(timeout=60_000)
+            run_program(users[1], SLOW)
+            expect(users[1].get_by_text("▶ queued (next)")).to_be_visible(timeout=30_000)
+            run_program(users[2], SLOW)
+            expect(users[2].get_by_text("Verdict: ERROR")).to_be_visible(timeout=30_000)
+            expect(users[2].get_by_text("error (busy)").first).to_be_visible()
+            users[0].get_by_role("button", name="Cancel").click()
+            expect(users[0].get_by_text("cancelled").first).to_be_visible(timeout=30_000)
+            expect(users[1].get_by_text("▶ loading")).to_be_visible(timeout=60_000)  # handed the freed slot, still running
+            users[1].get_by_role("button", name="Cancel").click()
+            expect(users[1].get_by_text("cancelled").first).to_be_visible(timeout=30_000)
         finally:
             browser.close()
             for proc in servers:
