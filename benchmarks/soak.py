@@ -43,6 +43,9 @@ def descendants(pid: int) -> int:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    # a temp directory of our own (the worker inherits it), so other programs' files on a shared /tmp don't count
+    private_tmp = tempfile.mkdtemp(prefix="soak-tmp-")
+    os.environ["TMPDIR"] = tempfile.tempdir = private_tmp
     with tempfile.TemporaryDirectory() as home:
         os.environ["DIVERGENCE_HOME"] = home
         from engine import CheckOptions, Runner

@@ -124,6 +124,13 @@ class Job:
             elif _size(self.run_dir / OUTPUT_LOG) > output_limit:
                 self._kill(ErrorKind.OUTPUT, f"the snippet printed more than {self.options.max_output_mb} MB during stage '{self._stage}'; the output was cut there")
 
+    def _end(self, kind: ErrorKind, message: str) -> None:
+        """End without a child: refused (snippet, queue), or the worker could not take it."""
+        self._result = error_result(self.options, kind, message, run_dir=self.run_dir)
+        self._result.save(self.run_dir)
+        self._stage = "done"
+        self._done.set()
+
     def _finish(self, code: int | None, signum: int | None) -> None:
         with self._lock:
             reason = self._kill_reason
@@ -331,9 +338,7 @@ class Runner:
         try:
             detect_style(source, filename)  # static: a syntax error or a shapeless file needs no worker
         except SnippetError as exc:
-            job._result = error_result(options, ErrorKind.SNIPPET, str(exc), run_dir=run_dir)
-            job._result.save(run_dir)
-            job._done.set()
+            job._end(ErrorKind.SNIPPET, str(exc))
             return job
         with self._lock:
             if self._running < self.max_running:
@@ -341,9 +346,7 @@ class Runner:
                 queued = False
             elif self.max_queued is not None and len(self._queue) >= self.max_queued:
                 busy = f"{self._running} checks are running and {len(self._queue)} are waiting, the most this server queues; try again in a minute"
-                job._result = error_result(options, ErrorKind.BUSY, busy, run_dir=run_dir)
-                job._result.save(run_dir)
-                job._done.set()
+                job._end(ErrorKind.BUSY, busy)
                 return job
             else:
                 self._queue.append((job, filename))
@@ -418,9 +421,7 @@ class Runner:
         self._fail(job, ErrorKind.CRASH, "the worker process died before the check started")
 
     def _fail(self, job: Job, kind: ErrorKind, message: str) -> None:
-        job._result = error_result(job.options, kind, message, run_dir=job.run_dir)
-        job._stage = "done"
-        job._done.set()
+        job._end(kind, message)
         self._release()
 
     def check(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
