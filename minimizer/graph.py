@@ -15,7 +15,7 @@ import re
 from typing import Callable, Sequence
 
 from minimizer.reducer import Problem, ReductionPass
-from minimizer.syntax import fresh, parse, unparse
+from minimizer.syntax import binds, fresh, parse, tidy_tree, unparse
 
 _PLACEHOLDER = re.compile(r"^L_(?P<name>.+?)_$")
 
@@ -77,38 +77,17 @@ def rewrite_with_graph(source: str, graphs: Sequence[str]) -> str | None:
     if function is None:
         return None
     tree = fresh(source)
-    bound = {n for s in tree.body for n in _binds(s)}
+    bound = {n for s in tree.body for n in binds(s)}
     if {"fn", "inputs"} <= bound:
-        old = [i for i, s in enumerate(tree.body) if "fn" in _binds(s)]
+        old = [i for i, s in enumerate(tree.body) if "fn" in binds(s)]
         tree.body[old[-1]] = function
         tree.body = [s for i, s in enumerate(tree.body) if i not in old[:-1]]
     elif {"Model", "get_inputs"} <= bound:
         tree.body.extend([function, ast.parse("inputs = get_inputs").body[0]])
     else:
         return None
-    drop_dead_definitions(tree)
+    tidy_tree(tree)  # the module classes and helpers the graph replaced are dead now, and so are their imports
     return unparse(tree)
-
-
-_ROOTS = {"fn", "inputs", "compile_kwargs"}
-
-
-def _binds(stmt: ast.stmt) -> set[str]:
-    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-        return {stmt.name}
-    if isinstance(stmt, ast.Assign):
-        return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return set()
-
-
-def drop_dead_definitions(tree: ast.Module) -> None:
-    """Remove module-level functions, classes and assignments that nothing reads any more (to a fixpoint)."""
-    while True:
-        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        dead = [s for s in tree.body if _binds(s) and not (_binds(s) & (used | _ROOTS))]
-        if not dead:
-            return
-        tree.body = [s for s in tree.body if s not in dead]
 
 
 def graph_rewrite(fx_graphs: Callable[[str], Sequence[str]]) -> ReductionPass:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -20,7 +21,7 @@ from minimizer.passes import SOURCE_PASSES
 from minimizer.reducer import Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
 from minimizer.repro import ReproError, emit, verify
 from minimizer.size import Size, measure, sort_key
-from minimizer.syntax import canonical, statically_plausible
+from minimizer.syntax import canonical, keeps_style, statically_plausible
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class MinimizeResult:
     repro_output: str
     report: str | None
     notes: tuple[str, ...]
+    stopped: bool = False  # should_stop() said so: the best candidate so far, neither re-checked nor verified
 
 
 def minimize(
@@ -56,8 +58,15 @@ def minimize(
     filename: str = "snippet.py",
     on_progress: Callable[[ReduceProgress], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> MinimizeResult:
+    """Minimize `source` while its divergence keeps its signature; see the module docstring for the guarantees.
+
+    `should_stop` is polled before every oracle batch, between the phases and while the repro runs in its
+    fresh process; once it returns True the best candidate so far is returned at once with `stopped=True`.
+    """
     started = time.monotonic()
+    stop = should_stop or (lambda: False)
     deadline = started + budget_s if budget_s is not None else None
     notes: list[str] = []
 
@@ -79,34 +88,42 @@ def minimize(
         if best is not None and sort_key(best) < sort_key(start) and oracle.test_many([best])[0]:
             resumed = best
             note(f"resuming from the checkpoint in {checkpoint} ({measure(best).tokens} tokens)")
-    problem = Problem(resumed or start, oracle, on_progress, deadline, checkpoint, rejected)
+    plausible = keeps_style(start)
+    problem = Problem(resumed or start, oracle, on_progress, deadline, checkpoint, rejected, should_stop=stop, plausible=plausible)
 
     passes: list[ReductionPass] = ([graph_rewrite(oracle.fx_graphs)] if use_graph else []) + list(SOURCE_PASSES)
     stats = Reducer(passes).run(problem)
 
-    if use_shrinkray and not stats.budget_exhausted:
-        _polish_with_shrinkray(problem, oracle, deadline, note)
-        if deadline is None or time.monotonic() < deadline:
+    if use_shrinkray and not stats.budget_exhausted and not stop():
+        _polish_with_shrinkray(problem, oracle, deadline, note, plausible)
+        if (deadline is None or time.monotonic() < deadline) and not stop():
             stats = _merge(stats, Reducer(passes).run(problem))
 
     final = problem.current
-    confirmed = oracle.confirm(final) if final != start else True
-    if not confirmed:
-        note("FLAKY: the final candidate did not reproduce when re-checked; treat the result with suspicion")
-
+    if stop():
+        note("stopped: the best candidate so far, not re-checked and without a verified repro")
+        return _stopped(source, final, signature, problem, stats, oracle, started, options, notes)
     repro, verified, output = None, False, ""
     try:
         repro = emit(final, options, seed=options.seed)
-        check = verify(repro, python or runner.python, timeout_s=options.timeout_s, work_dir=work_dir / "verify")
-        verified, output = check.reproduces, check.output
-        if not verified:
-            note(f"the generated repro did not reproduce in a fresh process (exit {check.exit_code}); not offered as verified")
     except ReproError as exc:
         note(f"no generated harness: {exc}")
-        repro = final
+    # the re-check runs in the worker and the repro in a fresh interpreter: side by side, not one after the other
+    with ThreadPoolExecutor(1) as pool:
+        verifying = None if repro is None else pool.submit(
+            verify, repro, python or runner.python, options.timeout_s, work_dir / "verify", stop)
+        confirmed = oracle.confirm(final) if final != start else True
+        if not confirmed:
+            note("FLAKY: the final candidate did not reproduce when re-checked; treat the result with suspicion")
+        if verifying is not None:
+            check = verifying.result()
+            verified, output = check.reproduces, check.output
+            if not verified:
+                note(f"the generated repro did not reproduce in a fresh process (exit {check.exit_code}); not offered as verified")
+    repro = repro or final
 
     report = None
-    if ablation:
+    if ablation and not stop():
         from minimizer.report import locate, render
 
         assert oracle.baseline is not None  # establish() set it
@@ -128,6 +145,20 @@ def minimize(
         repro_output=output,
         report=report,
         notes=tuple(notes),
+        stopped=stop(),
+    )
+
+
+def _stopped(source: str, final: str, signature: Signature, problem: Problem, stats: ReduceStats, oracle: DivergenceOracle,
+             started: float, options: CheckOptions, notes: list[str]) -> MinimizeResult:
+    try:
+        repro: str | None = emit(final, options, seed=options.seed)  # emitting runs nothing
+    except ReproError:
+        repro = final
+    return MinimizeResult(
+        original=source, minimized=final, signature=signature, initial=measure(source), final=measure(final),
+        stats=problem.stats(stats.budget_exhausted), oracle_calls=oracle.calls, elapsed_s=time.monotonic() - started,
+        confirmed=False, repro=repro, repro_verified=False, repro_output="", report=None, notes=tuple(notes), stopped=True,
     )
 
 
@@ -135,7 +166,7 @@ def _merge(a: ReduceStats, b: ReduceStats) -> ReduceStats:
     return b if b.budget_exhausted else a
 
 
-def shrinkray_decider(oracle: DivergenceOracle) -> Callable[[str], bool]:
+def shrinkray_decider(oracle: DivergenceOracle, plausible: Callable[[str], bool] = statically_plausible) -> Callable[[str], bool]:
     """A thread-safe, cached interestingness answer for shrinkray's candidates."""
     cache: dict[str, bool] = {}
     lock = threading.Lock()
@@ -145,7 +176,7 @@ def shrinkray_decider(oracle: DivergenceOracle) -> Callable[[str], bool]:
         with lock:
             if key in cache:
                 return cache[key]
-        ok = statically_plausible(candidate) and oracle.test_many([candidate])[0]
+        ok = plausible(candidate) and oracle.test_many([candidate])[0]
         with lock:
             cache[key] = ok
         return ok
@@ -153,7 +184,8 @@ def shrinkray_decider(oracle: DivergenceOracle) -> Callable[[str], bool]:
     return decide
 
 
-def _polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline: float | None, note: Callable[[str], None]) -> None:
+def _polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline: float | None, note: Callable[[str], None],
+                           plausible: Callable[[str], bool] = statically_plausible) -> None:
     from minimizer.shrinkray import find_shrinkray, run_shrinkray
 
     executable = find_shrinkray()
@@ -164,7 +196,7 @@ def _polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline:
     if remaining is not None and remaining < 10:
         return
     before = problem.current
-    decide = shrinkray_decider(oracle)
+    decide = shrinkray_decider(oracle, plausible)
     run = run_shrinkray(executable, before, decide, budget_s=remaining)
     # its answer for its own result is cached, so this costs no oracle call unless shrinkray was cut short
     if decide(run.result) and problem.adopt_verified(run.result):

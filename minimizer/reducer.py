@@ -43,6 +43,10 @@ class BudgetExhausted(Exception):
     """The time budget ran out; the best candidate so far stands."""
 
 
+class StopRequested(BudgetExhausted):
+    """The caller asked to stop (its `should_stop` said so); the best candidate so far stands."""
+
+
 @dataclass(frozen=True)
 class ReduceProgress:
     pass_name: str
@@ -80,8 +84,12 @@ class Problem:
         deadline: float | None = None,
         checkpoint: Path | None = None,
         rejected: Iterable[str] = (),
+        should_stop: Callable[[], bool] | None = None,
+        plausible: Callable[[str], bool] = statically_plausible,
     ) -> None:
         self.current = initial
+        self.should_stop = should_stop
+        self.plausible = plausible
         self.initial_tokens = count_tokens(initial)
         self.oracle = oracle
         self.on_progress = on_progress
@@ -96,12 +104,15 @@ class Problem:
 
     # -- the one entry point passes use --
     def first(self, candidates: Iterable[str]) -> str | None:
-        """Test candidates in order (in parallel batches) and adopt the first interesting one; None if none is."""
+        """Test candidates in order (in parallel batches) and adopt the smallest interesting one of the first
+        batch that has any; None if none is."""
         it: Iterator[str] = iter(candidates)
         while True:
             batch = self._next_batch(it)
             if not batch:
                 return None
+            if self.should_stop is not None and self.should_stop():
+                raise StopRequested()
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise BudgetExhausted()
             verdicts = self.oracle.test_many(batch)
@@ -110,10 +121,11 @@ class Problem:
             for candidate, ok in zip(batch, verdicts):
                 self.known[digest(candidate)] = ok
             self._report()
-            for candidate, ok in zip(batch, verdicts):
-                if ok and sort_key(candidate) < sort_key(self.current):
-                    self._adopt(candidate)
-                    return candidate
+            # the smallest interesting one: the batch's calls are spent either way
+            winners = sorted((c for c, ok in zip(batch, verdicts) if ok and sort_key(c) < sort_key(self.current)), key=sort_key)
+            if winners:
+                self._adopt(winners[0])
+                return winners[0]
 
     def adopt_verified(self, candidate: str) -> bool:
         """Adopt a candidate that the same oracle already called interesting elsewhere (shrinkray's result)."""
@@ -138,7 +150,7 @@ class Problem:
             if h in self.known or h in seen or sort_key(candidate) >= key:
                 self.duplicates += 1
                 continue
-            if not statically_plausible(candidate):
+            if not self.plausible(candidate):
                 self.static_rejects += 1
                 self.known[h] = False
                 continue

@@ -109,3 +109,80 @@ def fresh(source: str) -> ast.Module:
     if tree is None:
         raise ValueError("a pass was handed source that does not parse")
     return tree
+
+
+def keeps_style(original: str) -> Callable[[str], bool]:
+    """`statically_plausible`, and the candidate still fits the original's snippet style.
+
+    Deleting `def fn`, `inputs` or the torch.compile call of a verbatim repro leaves a program the engine
+    refuses outright; rejecting it here spares the worker a round trip.
+    """
+    from engine.snippet import SnippetError, detect_style
+
+    try:
+        style = detect_style(original)
+    except SnippetError:
+        return statically_plausible
+
+    def plausible(source: str) -> bool:
+        if not statically_plausible(source):
+            return False
+        try:
+            return detect_style(source) is style
+        except SnippetError:
+            return False
+
+    return plausible
+
+
+# what the engine looks up by name in each snippet style: never dead, whoever reads them
+ENTRY_POINTS = frozenset({"fn", "inputs", "compile_kwargs", "Model", "get_inputs", "get_init_inputs"})
+
+
+def binds(stmt: ast.stmt) -> set[str]:
+    """The module-level names a definition or assignment statement binds."""
+    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, ast.Assign):
+        return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def drop_dead_definitions(tree: ast.Module) -> None:
+    """Remove module-level functions, classes and assignments that nothing reads any more (to a fixpoint)."""
+    while True:
+        used = used_names(tree)
+        dead = [s for s in tree.body if binds(s) and not (binds(s) & (used | ENTRY_POINTS))]
+        if not dead:
+            return
+        tree.body = [s for s in tree.body if s not in dead]
+
+
+def drop_unused_imports(tree: ast.Module) -> None:
+    """Remove every imported name that nothing reads, and import statements left empty."""
+    used = used_names(tree)
+    for node in ast.walk(tree):
+        for name in STATEMENT_FIELDS:
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            for stmt in [s for s in block if isinstance(s, (ast.Import, ast.ImportFrom))]:
+                stmt.names = [a for a in stmt.names if (a.asname or a.name).split(".")[0] in used or a.name == "*"]
+                if not stmt.names:
+                    block.remove(stmt)
+
+
+def drop_docstrings(tree: ast.Module) -> None:
+    """Remove bare constant expressions (docstrings, stray literals): they never compute anything."""
+    for node in ast.walk(tree):
+        for name in STATEMENT_FIELDS:
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                block[:] = [s for s in block if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+
+def tidy_tree(tree: ast.Module) -> None:
+    """The clean-ups that practically never change what the program computes, in place (the oracle still checks)."""
+    drop_docstrings(tree)
+    drop_dead_definitions(tree)
+    drop_unused_imports(tree)

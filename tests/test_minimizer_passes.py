@@ -7,6 +7,7 @@ from minimizer.passes import (
     delete_statements,
     drop_keyword_arguments,
     drop_parameters,
+    drop_signs,
     inline_modules,
     lift_branches,
     remove_unused_imports,
@@ -15,6 +16,7 @@ from minimizer.passes import (
     shrink_integers,
     shrink_sequences,
     simplify_dtypes,
+    tidy,
 )
 from minimizer.reducer import Problem, PredicateOracle, Reducer, reduce_with
 from minimizer.syntax import canonical
@@ -114,3 +116,34 @@ def test_shrink_sequences_shrinks_paired_inputs_together() -> None:
     source = "a = [1, 2, 3, 4]\nb = [5, 6, 7, 8]\n"
     same_length = lambda s: len(s.split("\n")[0].split(",")) == len(s.split("\n")[1].split(","))
     assert reduce_with([shrink_sequences], source, lambda s: same_length(s) and "3" in s and "7" in s and s.count("[") == 2) == "a = [3]\nb = [7]\n"
+
+
+def test_tidy_removes_all_noise_in_one_candidate() -> None:
+    source = '"""doc"""\nimport os, math\nimport torch\n\ndef _helper(t):\n    return t\n_UNUSED = [1]\n\ndef fn(x):\n    """doc"""\n    return x\ninputs = (torch.ones(1),)\n'
+    seen: list[str] = []
+    reduced = reduce_with([tidy], source, lambda s: seen.append(s) is None)
+    assert reduced == "import torch\n\ndef fn(x):\n    return x\ninputs = (torch.ones(1),)\n" and len(seen) == 1
+
+
+def test_drop_signs_tries_every_sign_at_once_first() -> None:
+    seen: list[str] = []
+    assert reduce_with([drop_signs], "x = [-1.0, -2.0, -3.0]\n", lambda s: seen.append(s) is None) == "x = [1.0, 2.0, 3.0]\n"
+    assert seen == ["x = [1.0, 2.0, 3.0]\n"]
+
+
+def test_drop_keyword_arguments_tries_all_of_them_at_once_first() -> None:
+    seen: list[str] = []
+    assert reduce_with([drop_keyword_arguments], "print(1, end='')\ndict(b=3)\n", lambda s: seen.append(s) is None) == "print(1)\ndict()\n"
+    assert len(seen) == 1
+
+
+def test_replace_with_operand_leaves_negative_literals_alone() -> None:
+    assert reduce_with([replace_with_operand], "x = -1.5\n", lambda s: True) == "x = -1.5\n"
+
+
+def test_a_batch_adopts_its_smallest_interesting_candidate() -> None:
+    oracle = PredicateOracle(lambda s: True)
+    oracle.parallelism = 2
+    problem = Problem("a = 1\nb = 2\nc = 3\n", oracle)
+    problem.first(["a = 1\nb = 2\n", "a = 1\n"])
+    assert problem.current == "a = 1\n"

@@ -9,6 +9,7 @@ from minimizer.graph import graph_rewrite
 from minimizer.oracle import Outcome, Signature, classify, signature_of
 from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
 from minimizer.passes import delete_statements
+from minimizer.syntax import keeps_style
 
 GRAPH = (
     'TRACED GRAPH\n ===== __compiled_fn_1 =====\nclass GraphModule(torch.nn.Module):\n'
@@ -78,3 +79,18 @@ def test_the_best_candidate_is_checkpointed(tmp_path: Path) -> None:
     Reducer([delete_statements]).run(problem)
     best, rejected = load_checkpoint(tmp_path)
     assert best == "b = 2\nprint(b)\n" and rejected
+
+
+def test_should_stop_ends_a_reduction_before_the_next_oracle_batch() -> None:
+    asked: list[str] = []
+    problem = Problem("a = 1\nb = 2\nprint(b)\n", PredicateOracle(lambda s: asked.append(s) is None), should_stop=lambda: True)
+    stats = Reducer([delete_statements]).run(problem)
+    assert stats.budget_exhausted and not asked and problem.current == "a = 1\nb = 2\nprint(b)\n"
+
+
+def test_candidates_that_lose_the_snippet_style_never_reach_the_oracle() -> None:
+    source = "import torch\n\ndef fn(x):\n    return x\n\ndef inputs():\n    return (torch.ones(1),)\n"
+    asked: list[str] = []
+    problem = Problem(source, PredicateOracle(lambda s: asked.append(s) is None and False), plausible=keeps_style(source))
+    Reducer([delete_statements]).run(problem)
+    assert asked and all("def fn" in s and "def inputs" in s for s in asked)

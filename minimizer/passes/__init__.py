@@ -1,33 +1,38 @@
 """The minimizer's own passes: small, syntax-aware functions that each propose one kind of smaller program.
 
 A pass is `(Problem) -> None`; it proposes candidates through the Problem, which adopts only strictly
-smaller, still-interesting ones. `SOURCE_PASSES` is the default order: structure first (cheap, large
-wins), then expressions, then literals. The graph path (`minimizer.graph.graph_rewrite`) is prepended
+smaller, still-interesting ones. `SOURCE_PASSES` is the default order: a one-candidate tidy, structure
+(cheap, large wins), sequences, expressions, then the other literals. The graph path (`minimizer.graph.graph_rewrite`) is prepended
 by the pipeline when the oracle can supply the candidate's Dynamo graph.
 """
 
 from minimizer.passes.calls import drop_keyword_arguments, inline_modules, replace_with_operand
-from minimizer.passes.constants import shorten_floats, shrink_integers, shrink_sequences, simplify_dtypes
-from minimizer.passes.statements import delete_statements, drop_parameters, lift_branches, remove_unused_imports
+from minimizer.passes.constants import drop_signs, shorten_floats, shrink_integers, shrink_sequences, simplify_dtypes
+from minimizer.passes.statements import delete_statements, drop_parameters, lift_branches, remove_unused_imports, tidy
 from minimizer.reducer import ReductionPass
 
+# Cheapest and largest first: one tidy candidate, statements, then input literals (shrinking them removes
+# many tokens per call and makes every later candidate smaller), then expressions, then single tokens.
 SOURCE_PASSES: list[ReductionPass] = [
+    tidy,
     delete_statements,
     inline_modules,
     lift_branches,
     drop_parameters,
-    remove_unused_imports,
+    shrink_sequences,
     replace_with_operand,
     drop_keyword_arguments,
-    shrink_sequences,
     shrink_integers,
     simplify_dtypes,
     shorten_floats,
+    remove_unused_imports,
+    drop_signs,
 ]
 
 __all__ = [
     "SOURCE_PASSES",
     "delete_statements",
+    "drop_signs",
     "drop_keyword_arguments",
     "drop_parameters",
     "inline_modules",
@@ -38,4 +43,5 @@ __all__ = [
     "shrink_integers",
     "shrink_sequences",
     "simplify_dtypes",
+    "tidy",
 ]

@@ -33,6 +33,11 @@ def _is_module_path(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id in {"torch", "F", "nn", "math", "np", "numpy", "operator"}
 
 
+def _not_a_literal(node: ast.AST) -> bool:
+    # `-1e-08` is a literal, not an operation: dropping its sign is `drop_signs`'s job, at the very end
+    return not (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))
+
+
 def replace_with_operand(problem: Problem) -> None:
     """Replace a call or an arithmetic operation by one of its operands (a method call also by its receiver).
 
@@ -40,13 +45,13 @@ def replace_with_operand(problem: Problem) -> None:
     """
 
     def at(source: str, i: int) -> list[str] | None:
-        ops = nodes_of(fresh(source), _OPERATIONS)
+        ops = nodes_of(fresh(source), _OPERATIONS, _not_a_literal)
         if i >= len(ops):
             return None
         out = []
         for k in range(len(_operands(ops[i]))):
             tree = fresh(source)
-            node = nodes_of(tree, _OPERATIONS)[i]
+            node = nodes_of(tree, _OPERATIONS, _not_a_literal)[i]
             replace_node(tree, node, _operands(node)[k])
             out.append(unparse(tree))
         return out
@@ -64,10 +69,16 @@ def drop_keyword_arguments(problem: Problem) -> None:
         keywords = [(c, k) for c in nodes_of(fresh(source), ast.Call) for k in range(len(c.keywords))]
         if i >= len(keywords):
             return None
+        out = []
+        if i == 0 and len(keywords) > 1:  # all of them at once first: one call when none matters
+            tree = fresh(source)
+            for call in nodes_of(tree, ast.Call):
+                call.keywords = [k for k in call.keywords if k.arg is None]
+            out.append(unparse(tree))
         tree = fresh(source)
         call, k = [(c, k) for c in nodes_of(tree, ast.Call) for k in range(len(c.keywords))][i]
         del call.keywords[k]
-        return [unparse(tree)]
+        return out + [unparse(tree)]
 
     sweep(problem, at)
 

@@ -9,9 +9,20 @@ from __future__ import annotations
 import ast
 
 from minimizer.reducer import Problem, sweep
-from minimizer.syntax import blocks, fresh, nodes_of, unparse, used_names
+from minimizer.syntax import blocks, fresh, nodes_of, tidy_tree, unparse, used_names
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
+
+
+def tidy(problem: Problem) -> None:
+    """Propose one candidate without docstrings, dead module-level definitions and unused imports.
+
+    Noise that a human would delete at a glance goes in one oracle call instead of one call per
+    statement; when the oracle disagrees, the finer passes below do the same piece by piece.
+    """
+    tree = fresh(problem.current)
+    tidy_tree(tree)
+    problem.test(unparse(tree))
 
 
 def _chunk_sites(tree: ast.Module) -> list[tuple[int, int, int]]:
