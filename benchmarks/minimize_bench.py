@@ -1,12 +1,16 @@
 """Minimizer figures: our pipeline vs shrinkray alone, under the same oracle, side by side.
 
 For each sample case with a real divergence, a noisy variant (the case plus irrelevant code) is
-minimized twice: by our passes (graph path included, no shrinkray) and by shrinkray alone asking the
-same oracle. Printed per case: lines / tokens / torch ops before and after, oracle calls, wall time.
+minimized twice: by our passes (graph path included, no shrinkray polish) and by shrinkray alone asking
+the same oracle. Printed per case: lines / tokens / torch ops before and after, oracle calls and wall
+time of each, and the time each needed to first reach a size no larger than our final one (in tokens):
+the issue's goal is our final repro no larger than shrinkray's, in a third of shrinkray's time to reach it.
 
-    python benchmarks/minimize_bench.py --budget 300 [--cases floor_divide_off_by_one,erf_small_vectorized]
+    python benchmarks/minimize_bench.py --budget 180 [--cases floor_divide_off_by_one,erf_small_vectorized]
 
-shrinkray is found through $DIVERGENCE_SHRINKRAY (its executable in a Python 3.12 venv) or PATH.
+Each tool has its own warm worker and its own Inductor cache (under --cache-root, kept between runs),
+so neither profits from the other's compiles; the order alternates between cases so that neither always
+runs on the warmer machine. shrinkray is found through $DIVERGENCE_SHRINKRAY or PATH.
 """
 
 from __future__ import annotations
@@ -14,21 +18,28 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine import CheckOptions, Runner  # noqa: E402
 from engine.cases import load_cases  # noqa: E402
-from minimizer.minimize import minimize, shrinkray_decider  # noqa: E402
+from minimizer.minimize import MinimizeResult, minimize, shrinkray_decider  # noqa: E402
 from minimizer.oracle import DivergenceOracle  # noqa: E402
+from minimizer.reducer import ReduceProgress  # noqa: E402
 from minimizer.shrinkray import find_shrinkray, run_shrinkray  # noqa: E402
-from minimizer.size import Size, measure  # noqa: E402
+from minimizer.size import Size, count_tokens, measure  # noqa: E402
 from minimizer.syntax import canonical, statically_plausible  # noqa: E402
 
-DEFAULT_CASES = ("floor_divide_off_by_one", "erf_small_vectorized", "elu_subnormal_div_zero", "acosh_large_overflow", "erfinv_near_one", "copy_then_mutate_source")
+DEFAULT_CASES = (
+    "floor_divide_off_by_one", "erf_small_vectorized", "elu_subnormal_div_zero", "acosh_large_overflow",
+    "erfinv_near_one", "copy_then_mutate_source",
+)
 
 NOISE = '''
 import math
@@ -50,39 +61,100 @@ def noisy(source: str) -> str:
     return "\n".join(lines[:insert] + NOISE.splitlines() + lines[insert:]) + "\n"
 
 
+@dataclass(frozen=True)
+class Outcome:
+    final: Size
+    calls: int
+    seconds: float
+    history: tuple[tuple[float, int], ...]  # (seconds since start, best tokens so far), at every improvement
+
+    def time_to(self, tokens: int) -> float | None:
+        """When this tool first held a candidate of at most `tokens` tokens; None if never."""
+        return next((t for t, best in self.history if best <= tokens), None)
+
+
+def run_ours(source: str, options: CheckOptions, runner: Runner, work: Path, budget: float, filename: str) -> tuple[Outcome, MinimizeResult]:
+    started = time.monotonic()
+    history: list[tuple[float, int]] = [(0.0, count_tokens(canonical(source)))]
+
+    def progress(p: ReduceProgress) -> None:
+        if p.best_tokens < history[-1][1]:
+            history.append((time.monotonic() - started, p.best_tokens))
+
+    result = minimize(source, options, runner, work, budget_s=budget, use_shrinkray=False, ablation=False, filename=filename, on_progress=progress)
+    return Outcome(result.final, result.oracle_calls, result.elapsed_s, tuple(history)), result
+
+
+def run_shrinkray_alone(executable: str, source: str, options: CheckOptions, runner: Runner, work: Path, budget: float, filename: str) -> Outcome:
+    oracle = DivergenceOracle(runner, options, work, filename=filename)
+    started = time.monotonic()
+    oracle.establish(source)
+    history: list[tuple[float, int]] = [(time.monotonic() - started, count_tokens(canonical(source)))]
+    lock = threading.Lock()
+    decide = shrinkray_decider(oracle)
+
+    def recording(candidate: str) -> bool:
+        ok = decide(candidate)
+        if ok and statically_plausible(candidate):
+            tokens = count_tokens(canonical(candidate))
+            with lock:
+                if tokens < history[-1][1]:
+                    history.append((time.monotonic() - started, tokens))
+        return ok
+
+    run = run_shrinkray(executable, canonical(source), recording, budget_s=max(1.0, budget - (time.monotonic() - started)))
+    result = run.result if statically_plausible(run.result) else canonical(source)
+    return Outcome(measure(result), oracle.calls, time.monotonic() - started, tuple(history))
+
+
 def fmt(size: Size) -> str:
-    return f"{size.lines:3d} l {size.tokens:4d} t {size.torch_ops:3d} ops"
+    return f"{size.lines:2d}l {size.tokens:4d}t {size.torch_ops:2d}op"
+
+
+def secs(value: float | None, budget: float) -> str:
+    return f"{value:5.0f}" if value is not None else f">{budget:4.0f}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=float, default=300.0, help="seconds per case and per reducer")
+    parser.add_argument("--budget", type=float, default=180.0, help="seconds per case and per reducer")
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
     parser.add_argument("--no-shrinkray", action="store_true")
+    parser.add_argument("--cache-root", type=Path, default=ROOT / ".cache" / "bench", help="one Inductor cache per tool below it")
     args = parser.parse_args()
     cases = {c.slug: c for c in load_cases()}
     shrinkray = None if args.no_shrinkray else find_shrinkray()
     if shrinkray is None and not args.no_shrinkray:
         print("shrinkray not found: set DIVERGENCE_SHRINKRAY; only our pipeline is measured")
-    print(f"{'case':<28} {'initial':<20} | {'ours':<20} {'calls':>5} {'s':>5} | {'shrinkray':<20} {'calls':>5} {'s':>5}")
-    with Runner() as runner, tempfile.TemporaryDirectory() as tmp:
-        for slug in args.cases.split(","):
+    print(f"budget {args.budget:.0f} s per tool and case; sizes: lines, tokens, torch ops; 'to<=' = seconds to first reach <= our final tokens")
+    header = f"{'case':<24} {'initial':<16} | {'ours':<16} {'calls':>5} {'s':>5} {'to<=':>5} | {'shrinkray':<16} {'calls':>5} {'s':>5} {'to<=':>5} | ratio"
+    print(header)
+    print("-" * len(header), flush=True)
+    with Runner(cache_dir=args.cache_root / "ours") as ours_runner, Runner(cache_dir=args.cache_root / "shrinkray") as sr_runner, tempfile.TemporaryDirectory() as tmp:
+        for index, slug in enumerate(args.cases.split(",")):
             case = cases[slug]
             source = noisy(case.source())
             options = case.options.replace(device="cpu", timeout_s=120)
             work = Path(tmp) / slug
-            ours = minimize(source, options, runner, work / "ours", budget_s=args.budget, use_shrinkray=False, ablation=False, filename=f"{slug}.py")
-            row = f"{slug:<28} {fmt(ours.initial):<20} | {fmt(ours.final):<20} {ours.oracle_calls:5d} {ours.elapsed_s:5.0f} |"
+            jobs: dict[str, Callable[[], object]] = {
+                "ours": lambda: run_ours(source, options, ours_runner, work / "ours", args.budget, f"{slug}.py"),
+            }
             if shrinkray is not None:
-                oracle = DivergenceOracle(runner, options, work / "shrinkray", filename=f"{slug}.py")
-                started = time.monotonic()
-                oracle.establish(source)
-                run = run_shrinkray(shrinkray, canonical(source), shrinkray_decider(oracle), budget_s=args.budget)
-                result = run.result if statically_plausible(run.result) else canonical(source)
-                row += f" {fmt(measure(result)):<20} {oracle.calls:5d} {time.monotonic() - started:5.0f}"
+                jobs["shrinkray"] = lambda: run_shrinkray_alone(shrinkray, source, options, sr_runner, work / "shrinkray", args.budget, f"{slug}.py")
+            order = list(jobs) if index % 2 == 0 else list(reversed(jobs))
+            done = {name: jobs[name]() for name in order}
+            ours, result = done["ours"]  # type: ignore[misc]
+            target = ours.final.tokens
+            row = f"{slug[:24]:<24} {fmt(result.initial):<16} | {fmt(ours.final):<16} {ours.calls:5d} {ours.seconds:5.0f} {secs(ours.time_to(target), args.budget)} |"
+            if "shrinkray" in done:
+                sr: Outcome = done["shrinkray"]  # type: ignore[assignment]
+                reach = sr.time_to(target)
+                ratio = f"{ours.seconds / reach:5.2f}" if reach else "  < 1/3" if ours.seconds < args.budget / 3 else "    -"
+                row += f" {fmt(sr.final):<16} {sr.calls:5d} {sr.seconds:5.0f} {secs(reach, args.budget)} | {ratio}"
             print(row, flush=True)
-            if not ours.repro_verified:
-                print(f"    (our repro for {slug} was not verified: {'; '.join(ours.notes)})")
+            if not result.repro_verified:
+                print(f"    (our repro for {slug} was not verified: {'; '.join(result.notes)})", flush=True)
+    print("ratio = our total seconds / shrinkray's seconds to reach our final size (goal: <= 0.33); '< 1/3': shrinkray never got there within the budget")
     return 0
 
 
