@@ -8,6 +8,7 @@ static non-starters never reach the oracle; the best candidate is checkpointed, 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import time
@@ -67,6 +68,22 @@ class ReduceStats:
     accepted: int
     elapsed_s: float
     budget_exhausted: bool
+    skipped_edits: int = 0  # candidates not tested because the oracle had refused the same edit before
+
+
+Edit = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def edit_of(before: str, after: str) -> Edit:
+    """The lines `after` drops from `before` and the lines it adds, in order: a candidate's change, without its context."""
+    old, new = before.splitlines(), after.splitlines()
+    removed: list[str] = []
+    added: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed.extend(old[i1:i2])
+            added.extend(new[j1:j2])
+    return tuple(removed), tuple(added)
 
 
 def digest(source: str) -> str:
@@ -98,7 +115,11 @@ class Problem:
         self.pass_name = "start"
         self.known: dict[str, bool] = {h: False for h in rejected}
         self.known[digest(initial)] = True
-        self.tried = self.duplicates = self.static_rejects = self.calls = self.accepted = 0
+        self.tried = self.duplicates = self.static_rejects = self.calls = self.accepted = self.skipped_edits = 0
+        # Edits (lines removed, lines added) the oracle refused: not proposed again in a later context.
+        # It trades a little 1-minimality for not re-testing, round after round, what failed before;
+        # `tidy` still removes code that a later change left dead.
+        self.refused_edits: set[Edit] = set()
         self.last_tested_tokens = self.initial_tokens
         self.started = time.monotonic()
 
@@ -120,6 +141,8 @@ class Problem:
             self.last_tested_tokens = count_tokens(batch[-1])
             for candidate, ok in zip(batch, verdicts):
                 self.known[digest(candidate)] = ok
+                if not ok:
+                    self.refused_edits.add(edit_of(self.current, candidate))
             self._report()
             # the smallest interesting one: the batch's calls are spent either way
             winners = sorted((c for c, ok in zip(batch, verdicts) if ok and sort_key(c) < sort_key(self.current)), key=sort_key)
@@ -154,6 +177,9 @@ class Problem:
                 self.static_rejects += 1
                 self.known[h] = False
                 continue
+            if edit_of(self.current, candidate) in self.refused_edits:
+                self.skipped_edits += 1
+                continue
             seen.add(h)
             batch.append(candidate)
             if len(batch) >= self.oracle.parallelism:
@@ -177,7 +203,7 @@ class Problem:
             pass
 
     def stats(self, budget_exhausted: bool = False) -> ReduceStats:
-        return ReduceStats(self.tried, self.duplicates, self.static_rejects, self.calls, self.accepted, time.monotonic() - self.started, budget_exhausted)
+        return ReduceStats(self.tried, self.duplicates, self.static_rejects, self.calls, self.accepted, time.monotonic() - self.started, budget_exhausted, self.skipped_edits)
 
 
 ReductionPass = Callable[[Problem], None]

@@ -181,8 +181,25 @@ def drop_docstrings(tree: ast.Module) -> None:
                 block[:] = [s for s in block if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
 
 
+def drop_dead_locals(tree: ast.Module) -> None:
+    """Remove assignments to plain local names that nothing in their function reads (to a fixpoint)."""
+    for function in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        while True:
+            used = used_names(function)
+            dead = [s for s in nodes_of(function, ast.Assign)
+                    if all(isinstance(t, ast.Name) and t.id not in used for t in s.targets)]
+            if not dead:
+                break
+            for node in ast.walk(function):
+                for name in STATEMENT_FIELDS:
+                    block = getattr(node, name, None)
+                    if isinstance(block, list):
+                        block[:] = [s for s in block if s not in dead]
+
+
 def tidy_tree(tree: ast.Module) -> None:
     """The clean-ups that practically never change what the program computes, in place (the oracle still checks)."""
     drop_docstrings(tree)
+    drop_dead_locals(tree)
     drop_dead_definitions(tree)
     drop_unused_imports(tree)

@@ -147,3 +147,8 @@ def test_a_batch_adopts_its_smallest_interesting_candidate() -> None:
     problem = Problem("a = 1\nb = 2\nc = 3\n", oracle)
     problem.first(["a = 1\nb = 2\n", "a = 1\n"])
     assert problem.current == "a = 1\n"
+
+
+def test_tidy_drops_dead_locals() -> None:
+    source = "def fn(x):\n    a = x + 1\n    b = a * 2\n    return x\n"
+    assert reduce_with([tidy], source, lambda s: True) == "def fn(x):\n    return x\n"

@@ -94,3 +94,13 @@ def test_candidates_that_lose_the_snippet_style_never_reach_the_oracle() -> None
     problem = Problem(source, PredicateOracle(lambda s: asked.append(s) is None and False), plausible=keeps_style(source))
     Reducer([delete_statements]).run(problem)
     assert asked and all("def fn" in s and "def inputs" in s for s in asked)
+
+
+def test_an_edit_the_oracle_refused_is_not_proposed_again_in_another_context() -> None:
+    asked: list[str] = []
+    problem = Problem("a = 1\nb = 2\nc = 3\nprint(a, c)\n", PredicateOracle(lambda s: asked.append(s) is None and "a = 1" in s))
+    assert problem.test("b = 2\nc = 3\nprint(2, c)\n") is False  # the edit: drop `a = 1`, change the print
+    assert problem.test("a = 1\nc = 3\nprint(a, c)\n")  # adopted: another context
+    asked.clear()
+    assert problem.test("c = 3\nprint(2, c)\n") is False and asked == []  # a different program, but not the same edit
+    assert problem.stats().skipped_edits == 1
