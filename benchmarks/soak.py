@@ -63,6 +63,8 @@ def main() -> None:
                 if i == 1 or i % 10 == 0:
                     new_tmp = len(set(os.listdir(tempfile.gettempdir())) - tmp_before)
                     print(f"{i:6d} {time.perf_counter() - start:8.1f} {descendants(worker):15d} {rss_mb(worker):9.0f} {rss_mb(os.getpid()):9.0f} {new_tmp:14d}", flush=True)
+            # Inductor makes torchinductor_<user> once (its per-user scratch); anything else growing is a leak
+            print("new in the temp directory:", sorted(set(os.listdir(tempfile.gettempdir())) - tmp_before) or "nothing")
         print("verdicts:", verdicts)
 
 
