@@ -6,10 +6,11 @@ run id (app.minimize_tab keeps it in st.cache_resource), so a rerun, a second ta
 the same run sees the same job. What a finished job produced is written into the run's directory, so a
 reopened run shows it without running anything.
 
-Stop: the minimizer has no cancel hook, so the Runner it gets is wrapped; after Stop, in-flight checks
-are killed and the next wait or submit raises `Stopped`, which unwinds the minimizer before it records
-the killed candidates as uninteresting. The best candidate so far is already checkpointed by the
-minimizer (it saves on every adoption), which is what a later Start resumes from.
+Stop: the minimizer polls `should_stop` between oracle batches, between its phases and while repro.py
+runs in its fresh process; the Runner it gets is wrapped too, so after Stop the in-flight checks are
+killed and the next wait or submit raises `Stopped`, which unwinds the minimizer before it records the
+killed candidates as uninteresting. The best candidate so far is already checkpointed by the minimizer
+(it saves on every adoption), which is what a later Start resumes from.
 """
 
 from __future__ import annotations
@@ -232,8 +233,9 @@ class MinimizeJob:
                 ablation=self.settings.ablation,
                 on_progress=self._on_progress,
                 on_note=self._on_note,
+                should_stop=lambda: self._runner.stopping,
             )
-            outcome = self._finished(result)
+            outcome = self._ended(STOPPED, "stopped") if result.stopped else self._finished(result)
         except Stopped:
             outcome = self._ended(STOPPED, "stopped")
         except NotReproducible as exc:
