@@ -168,6 +168,10 @@ def _serve(args: argparse.Namespace) -> int:
     port = args.port or os.environ.get("STREAMLIT_SERVER_PORT") or 8501
     host = f"[{address}]" if ":" in address else address
     print(f"Divergence Explorer: http://{host}:{port}", flush=True)
+    if address in ("127.0.0.1", "localhost", "::1"):
+        print(f"  bound to {address} only: other machines cannot reach it (--address 0.0.0.0 shares it; see README on what is isolated)", flush=True)
+    else:
+        print(f"  bound to {address}: reachable from other machines; anyone who reaches it can run code as this user", flush=True)
     os.execv(command[0], command)  # Streamlit owns the process from here: signals reach it directly
     return 0  # not reached
 

@@ -87,6 +87,7 @@ def test_sigkill_mid_check_and_mid_minimization_loses_nothing(tmp_path: Path, in
             # 1. a finished run, then the app killed while a second check runs
             proc, url = start_server(home, inductor_cache, "e2e-restart-server.log")
             servers.append(proc)
+            assert "bound to 127.0.0.1 only" in (ARTIFACTS / "e2e-restart-server.log").read_text()  # says so at start
             page.goto(url)
             run_program(page, DIVERGENT)
             expect(page.get_by_text("Verdict: DIVERGENT")).to_be_visible(timeout=300_000)
