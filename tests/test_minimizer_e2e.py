@@ -29,3 +29,12 @@ def test_minimize_a_real_divergence_to_a_verified_repro(runner: Runner, tmp_path
     fresh = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=300)
     assert fresh.returncode == 1 and "DIVERGENT" in fresh.stdout, fresh.stdout + fresh.stderr
     assert (tmp_path / "checkpoints").exists()  # a re-run would resume from the checkpointed best
+
+
+@pytest.mark.slow
+def test_should_stop_returns_the_best_so_far_without_verifying(runner: Runner, tmp_path: Path) -> None:
+    source = SNIPPET.read_text()
+    result = minimize(source, CheckOptions(device="cpu", timeout_s=120), runner, tmp_path / "work", use_shrinkray=False, should_stop=lambda: True)
+    assert result.stopped and not result.repro_verified and not result.confirmed and result.report is None
+    assert result.oracle_calls == 2  # establishing the signature only: no candidate, no re-check
+    assert result.repro is not None and "def main" in result.repro
