@@ -9,6 +9,7 @@ from minimizer.passes import (
     drop_parameters,
     drop_signs,
     inline_modules,
+    inline_temporaries,
     lift_branches,
     remove_unused_imports,
     replace_with_operand,
@@ -152,3 +153,8 @@ def test_a_batch_adopts_its_smallest_interesting_candidate() -> None:
 def test_tidy_drops_dead_locals() -> None:
     source = "def fn(x):\n    a = x + 1\n    b = a * 2\n    return x\n"
     assert reduce_with([tidy], source, lambda s: True) == "def fn(x):\n    return x\n"
+
+
+def test_inline_temporaries_turns_graph_statements_into_one_expression() -> None:
+    source = "import torch\n\ndef fn(x):\n    elu = torch.nn.functional.elu(x)\n    zeros = torch.zeros_like(x)\n    div = torch.div(elu, zeros)\n    return div\n"
+    assert reduce_with([inline_temporaries], source, lambda s: True) == "import torch\n\ndef fn(x):\n    return torch.div(torch.nn.functional.elu(x), torch.zeros_like(x))\n"

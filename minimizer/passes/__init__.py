@@ -6,7 +6,7 @@ smaller, still-interesting ones. `SOURCE_PASSES` is the default order: a one-can
 by the pipeline when the oracle can supply the candidate's Dynamo graph.
 """
 
-from minimizer.passes.calls import drop_keyword_arguments, inline_modules, replace_with_operand
+from minimizer.passes.calls import drop_keyword_arguments, inline_modules, inline_temporaries, replace_with_operand
 from minimizer.passes.constants import drop_signs, shorten_floats, shrink_integers, shrink_sequences, simplify_dtypes
 from minimizer.passes.statements import delete_statements, drop_parameters, lift_branches, remove_unused_imports, tidy
 from minimizer.reducer import ReductionPass
@@ -25,6 +25,7 @@ SOURCE_PASSES: list[ReductionPass] = [
     shrink_integers,
     simplify_dtypes,
     shorten_floats,
+    inline_temporaries,
     remove_unused_imports,
     drop_signs,
 ]
@@ -36,6 +37,7 @@ __all__ = [
     "drop_keyword_arguments",
     "drop_parameters",
     "inline_modules",
+    "inline_temporaries",
     "lift_branches",
     "remove_unused_imports",
     "replace_with_operand",
