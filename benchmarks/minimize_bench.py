@@ -64,6 +64,7 @@ def noisy(source: str) -> str:
 @dataclass(frozen=True)
 class Outcome:
     final: Size
+    program: str
     calls: int
     seconds: float
     history: tuple[tuple[float, int], ...]  # (seconds since start, best tokens so far), at every improvement
@@ -82,7 +83,7 @@ def run_ours(source: str, options: CheckOptions, runner: Runner, work: Path, bud
             history.append((time.monotonic() - started, p.best_tokens))
 
     result = minimize(source, options, runner, work, budget_s=budget, use_shrinkray=False, ablation=False, filename=filename, on_progress=progress)
-    return Outcome(result.final, result.oracle_calls, result.elapsed_s, tuple(history)), result
+    return Outcome(result.final, result.minimized, result.oracle_calls, result.elapsed_s, tuple(history)), result
 
 
 def run_shrinkray_alone(executable: str, source: str, options: CheckOptions, runner: Runner, work: Path, budget: float, filename: str) -> Outcome:
@@ -104,7 +105,7 @@ def run_shrinkray_alone(executable: str, source: str, options: CheckOptions, run
 
     run = run_shrinkray(executable, canonical(source), recording, budget_s=max(1.0, budget - (time.monotonic() - started)))
     result = run.result if statically_plausible(run.result) else canonical(source)
-    return Outcome(measure(result), oracle.calls, time.monotonic() - started, tuple(history))
+    return Outcome(measure(result), result, oracle.calls, time.monotonic() - started, tuple(history))
 
 
 def fmt(size: Size) -> str:
@@ -120,6 +121,7 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=180.0, help="seconds per case and per reducer")
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
     parser.add_argument("--no-shrinkray", action="store_true")
+    parser.add_argument("--save", type=Path, help="write each tool's final program to DIR/<case>.<tool>.py")
     parser.add_argument("--cache-root", type=Path, default=ROOT / ".cache" / "bench", help="one Inductor cache per tool below it")
     args = parser.parse_args()
     cases = {c.slug: c for c in load_cases()}
@@ -144,6 +146,11 @@ def main() -> int:
             order = list(jobs) if index % 2 == 0 else list(reversed(jobs))
             done = {name: jobs[name]() for name in order}
             ours, result = done["ours"]  # type: ignore[misc]
+            if args.save is not None:
+                args.save.mkdir(parents=True, exist_ok=True)
+                for name, outcome in done.items():
+                    program = outcome[0].program if isinstance(outcome, tuple) else outcome.program  # type: ignore[attr-defined]
+                    (args.save / f"{slug}.{name}.py").write_text(program)
             target = ours.final.tokens
             row = f"{slug[:24]:<24} {fmt(result.initial):<16} | {fmt(ours.final):<16} {ours.calls:5d} {ours.seconds:5.0f} {secs(ours.time_to(target), args.budget)} |"
             if "shrinkray" in done:

@@ -74,8 +74,11 @@ def _sequences(tree: ast.AST) -> list[ast.List | ast.Tuple]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.List, ast.Tuple)) and isinstance(n.ctx, ast.Load) and n.elts]
 
 
+KEEP_ONE = 2  # how many "keep only element k" candidates come before the halvings
+
+
 def shrink_sequences(problem: Problem) -> None:
-    """Delete elements of a list or tuple literal (halves first, then single ones); unwrap a one-element one.
+    """Keep one element of a list or tuple literal, else delete halves, then single ones; unwrap a one-element one.
 
     Each deletion is tried in every literal of the same length at once first, then alone: it shortens
     paired input values (`torch.tensor([...])`), drops outputs from a returned tuple, and so on.
@@ -97,6 +100,15 @@ def shrink_sequences(problem: Problem) -> None:
             seq = _sequences(tree)[i]
             replace_node(tree, seq, seq.elts[0])
             out.append(unparse(tree))
+        # one element kept, before ddmin's halving: often one pair of values carries the bug, and a
+        # chain of halvings costs a recompile (a new shape) per step
+        for k in range(min(n, KEEP_ONE)) if n > 2 else ():
+            for together in (True, False):
+                tree = fresh(source)
+                seqs = _sequences(tree)
+                for seq in [s for s in seqs if len(s.elts) == n] if together else [seqs[i]]:
+                    seq.elts[:] = [seq.elts[k]]
+                out.append(unparse(tree))
         for start, size in dict.fromkeys(chunks):
             # paired inputs (`a = tensor([...])`, `b = tensor([...])`) must shrink together to keep broadcasting
             for together in (True, False):
