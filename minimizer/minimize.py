@@ -40,7 +40,7 @@ class MinimizeResult:
     repro_output: str
     report: str | None
     notes: tuple[str, ...]
-    stopped: bool = False  # should_stop() said so: the best candidate so far, neither re-checked nor verified
+    stopped: bool = False  # should_stop() said so: the best so far; the re-check, repro run or ablation may be missing
 
 
 def minimize(
@@ -121,9 +121,10 @@ def minimize(
             if not verified:
                 note(f"the generated repro did not reproduce in a fresh process (exit {check.exit_code}); not offered as verified")
     repro = repro or final
+    cut_short = stop()  # the repro run may have been killed for it; the ablation is skipped
 
     report = None
-    if ablation and not stop():
+    if ablation and not cut_short:
         from minimizer.report import locate, render
 
         assert oracle.baseline is not None  # establish() set it
@@ -145,7 +146,7 @@ def minimize(
         repro_output=output,
         report=report,
         notes=tuple(notes),
-        stopped=stop(),
+        stopped=cut_short,
     )
 
 
