@@ -6,6 +6,10 @@ A figure must stay small enough for a browser: plotly serialises numpy arrays as
 so the payload is about 4/3 x 4 bytes per float32 value. With the colour value and the hover channels
 of every cell, a 512x512 grid would be ~10 MB; the pooled grid is therefore sized by a byte budget
 (and never above 512 per side), not by a fixed block size.
+
+A pooled map is a heatmap (colour only) under an invisible scatter trace with one marker per block that
+carries the hover data: Streamlit reports a click on a scatter point as a selection, but not a click on
+a heatmap cell, and the hover data lives on the markers only, so a clickable block costs just its x/y.
 """
 
 from __future__ import annotations
@@ -313,13 +317,23 @@ class HeatmapView:
     spec: SliceSpec
 
 
-def _channels(slice_arrays: Mapping[str, np.ndarray], rows: np.ndarray, cols: np.ndarray, metric_value: np.ndarray, with_index: bool) -> tuple[np.ndarray, list[str]]:
+def _channels(
+    slice_arrays: Mapping[str, np.ndarray],
+    rows: np.ndarray,
+    cols: np.ndarray,
+    metric_value: np.ndarray,
+    with_index: bool,
+    block_ends: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, list[str]]:
     """Hover values per cell as one float32 array (h, w, k) and the names of its k channels."""
     names = ["value"]
     parts = [metric_value]
     if with_index:
         names += ["row", "col"]
         parts += [rows, cols]
+    if block_ends is not None:
+        names += ["last_row", "last_col"]
+        parts += list(np.broadcast_arrays(block_ends[0][:, None], block_ends[1][None, :]))
     for key in ("eager", "compiled", "ref"):
         if key in slice_arrays:
             names.append(key)
@@ -344,7 +358,9 @@ def _hovertemplate(names: list[str], spec: SliceSpec, metric: Metric, pooled: bo
     short = _SHORT[metric]
     lines: list[str] = []
     if pooled:
-        lines.append("block rows %{y}, cols %{x}")
+        # the block marker sits at the block's first row/col; its last ones are channels
+        rows = "" if spec.row_dim is None else f"rows %{{y}}–%{{customdata[{ch['last_row']}]:d}}, "
+        lines.append(f"block {rows}cols %{{x}}–%{{customdata[{ch['last_col']}]:d}}")
         worst = _index_text(spec, f"%{{customdata[{ch['row']}]:d}}", f"%{{customdata[{ch['col']}]:d}}")
         lines.append(f"worst element {worst}: {short} %{{customdata[0]:.4~g}}")
     else:
@@ -355,19 +371,11 @@ def _hovertemplate(names: list[str], spec: SliceSpec, metric: Metric, pooled: bo
     return "<br>".join(lines) + "<extra></extra>"
 
 
-def _range_labels(n: int, step: int) -> list[str]:
-    return [f"{a}–{min(a + step, n) - 1}" if step > 1 else str(a) for a in range(0, n, step)]
-
-
-def _axis_ticks(labels: list[str], n: int, step: int, target: int = 8) -> dict[str, object]:
-    """On a pooled (category) axis show element indices, not 'a–b' range labels, on a few ticks."""
-    every = max(1, -(-len(labels) // target))
-    chosen = list(range(0, len(labels), every))
-    return {"tickmode": "array", "tickvals": [labels[i] for i in chosen], "ticktext": [str(i * step) for i in chosen]}
+POOLED_EXTRA_CHANNELS = 6  # worst row/col, last row/col of the block, and the block marker's x and y
 
 
 def bytes_per_cell(channels: int) -> float:
-    """JSON bytes per heatmap cell: the float32 colour value plus `channels` float32 hover values.
+    """JSON bytes per heatmap cell: the float32 colour value plus `channels` 4-byte values (hover, positions).
 
     Base64 is 4/3 of the raw bytes, and plotly's encoder writes every '/' of it as a 6-byte \\u002f escape
     (up to ~1/4 of the characters for float data), hence the 1.25.
@@ -392,48 +400,72 @@ def heatmap(
     if h * w <= exact_cells and max(h, w) <= max_side:
         block = (1, 1)
     else:
-        block = block_shape((h, w), max(1, int(budget_bytes / bytes_per_cell(3 + values))), max_side)
+        block = block_shape((h, w), max(1, int(budget_bytes / bytes_per_cell(1 + POOLED_EXTRA_CHANNELS + values))), max_side)
     pooled = pooled_metric(sliced, metric, block, dtype)
     view = _heatmap_figure(sliced, pooled, metric, spec, title)
     return view
 
 
 def _heatmap_figure(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metric, spec: SliceSpec, title: str) -> HeatmapView:
-    h, w = pooled.shape
-    block = pooled.block
     scale = log_scale(pooled.value, metric)
     z = to_colour(pooled.value, scale)
-    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, pooled.value, with_index=pooled.pooled)
-    if pooled.pooled:
-        x: list[str] | np.ndarray = _range_labels(w, block[1])
-        y: list[str] | np.ndarray = _range_labels(h, block[0])
-    else:
-        x, y = np.arange(w), np.arange(h)
-    trace = go.Heatmap(
-        z=z,
-        x=x,
-        y=y,
-        customdata=custom,
-        hovertemplate=_hovertemplate(names, spec, metric, pooled.pooled),
+    colours = dict(
         colorscale=DIVERGING if scale.diverging else SEQUENTIAL,
         zmin=scale.zmin,
         zmax=scale.zmax,
         colorbar=dict(title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)),
-        hoverongaps=False,
-        name="heatmap",
     )
-    fig = go.Figure(trace)
-    _layout(fig, spec, title, pooled, x, y)
+    if not pooled.pooled:
+        custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, pooled.value, with_index=False)
+        trace = go.Heatmap(z=z, customdata=custom, hovertemplate=_hovertemplate(names, spec, metric, False), hoverongaps=False, name="heatmap", **colours)
+        fig = go.Figure(trace)
+    else:
+        fig = go.Figure([go.Heatmap(z=z, x=block_starts(pooled, 1), y=block_starts(pooled, 0), hoverinfo="skip", name="heatmap", **colours), block_markers(sliced, pooled, metric, spec)])
+    # a pooled map: a click picks a block, a drag zooms the overview (the toolbar's box select drags a region);
+    # a full-resolution map has nothing to click, so a drag selects a region. (Streamlit turns click
+    # selection off while the drag mode is "select".)
+    _layout(fig, spec, title, pooled, dragmode="zoom" if pooled.pooled else "select")
     return HeatmapView(fig, pooled, scale, spec)
 
 
-def _layout(fig: go.Figure, spec: SliceSpec, title: str, pooled: Pooled, x: object, y: object) -> None:
-    h, w = pooled.shape
+BLOCKS_TRACE = 1  # the block markers' trace number in a pooled figure (Streamlit's curve_number)
+
+
+def block_starts(pooled: Pooled, axis: int) -> np.ndarray:
+    """First row (axis 0) or col (axis 1) of every block along that axis, in the smallest integer dtype that holds it.
+
+    Cells and markers sit at their block's first index, so the axes count elements and a hover's `%{x}` is
+    the block's first column.
+    """
+    step, n = pooled.block[axis], pooled.shape[axis]
+    dtype = np.uint16 if n <= np.iinfo(np.uint16).max else np.uint32
+    return np.arange(0, n, step, dtype=dtype)
+
+
+def block_markers(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metric, spec: SliceSpec) -> go.Scatter:
+    """One invisible, clickable marker per block carrying its hover data; a selected one is outlined."""
+    rows, cols = block_starts(pooled, 0), block_starts(pooled, 1)
+    by, bx = pooled.block
+    last = (np.minimum(rows.astype(np.int64) + by, pooled.shape[0]) - 1, np.minimum(cols.astype(np.int64) + bx, pooled.shape[1]) - 1)
+    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, pooled.value, with_index=True, block_ends=last)
+    x, y = np.meshgrid(cols, rows)
+    return go.Scatter(
+        x=x.reshape(-1),
+        y=y.reshape(-1),
+        customdata=custom.reshape(-1, custom.shape[-1]),
+        mode="markers",
+        marker=dict(size=8, opacity=0, symbol="square-open", color="#e4572e"),
+        selected=dict(marker=dict(opacity=1)),
+        unselected=dict(marker=dict(opacity=0)),
+        hovertemplate=_hovertemplate(names, spec, metric, True),
+        showlegend=False,
+        name="blocks",
+    )
+
+
+def _layout(fig: go.Figure, spec: SliceSpec, title: str, pooled: Pooled, dragmode: str = "zoom") -> None:
     xaxis: dict[str, object] = {"title": f"dim {spec.col_dim}", "showgrid": False, "zeroline": False}
     yaxis: dict[str, object] = {"title": "" if spec.row_dim is None else f"dim {spec.row_dim}", "autorange": "reversed", "showgrid": False, "zeroline": False}
-    if pooled.pooled:
-        xaxis.update(type="category", **_axis_ticks(list(x), w, pooled.block[1]))  # type: ignore[arg-type]
-        yaxis.update(type="category", **_axis_ticks(list(y), h, pooled.block[0]))  # type: ignore[arg-type]
     rows = pooled.value.shape[0]
     height = 160 if rows == 1 else 520
     if rows == 1:
@@ -445,6 +477,7 @@ def _layout(fig: go.Figure, spec: SliceSpec, title: str, pooled: Pooled, x: obje
         plot_bgcolor=IDENTICAL_COLOUR,
         height=height,
         margin=dict(l=60, r=20, t=40 if title else 10, b=40),
+        dragmode=dragmode,
         clickmode="event+select",
     )
 
@@ -497,7 +530,7 @@ def block_detail(
         )
     )
     title = f"block rows {r0}–{r1 - 1}, cols {c0}–{c1 - 1} (outlined) at full resolution"
-    _layout(fig, spec, title, pooled, x, y)
+    _layout(fig, spec, title, pooled)
     fig.add_shape(type="rect", x0=c0 - 0.5, x1=min(c1, wc1) - 0.5, y0=r0 - 0.5, y1=min(r1, wr1) - 0.5, line=dict(color="#e4572e", width=2))
     return HeatmapView(fig, pooled, scale, spec)
 

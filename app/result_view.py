@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -271,22 +272,45 @@ def _spec_controls(key: str, shape: tuple[int, ...], worst_index: tuple[int, ...
 def box_region(event: Any, pooled: hm.Pooled) -> tuple[int, int, int, int] | None:
     """Rows [r0, r1) and cols [c0, c1) of the slice under a box dragged on the heatmap, from Streamlit's selection.
 
-    On a pooled (category) axis the box is in block positions (block k spans k-0.5..k+0.5); otherwise in
-    element indices.
+    The axes count elements; a pooled map's cell (i, j) is centred on its block's first element, so it spans
+    half a block either side of (i * rows per block, j * cols per block).
     """
     try:
         box = event["selection"]["box"][0]
         (x0, x1), (y0, y1) = sorted(box["x"]), sorted(box["y"])
     except (KeyError, IndexError, TypeError, ValueError):
         return None
+    by, bx = pooled.block
     gh, gw = pooled.value.shape
-    i0, i1 = max(0, round(y0)), min(gh - 1, round(y1))
-    j0, j1 = max(0, round(x0)), min(gw - 1, round(x1))
+    i0, i1 = max(0, math.floor(y0 / by + 0.5)), min(gh - 1, math.floor(y1 / by + 0.5))
+    j0, j1 = max(0, math.floor(x0 / bx + 0.5)), min(gw - 1, math.floor(x1 / bx + 0.5))
     if i0 > i1 or j0 > j1:
         return None
     r0, _, c0, _ = pooled.block_range(i0, j0)
     _, r1, _, c1 = pooled.block_range(i1, j1)
     return r0, r1, c0, c1
+
+
+def clicked_block(event: Any, pooled: hm.Pooled) -> tuple[int, int] | None:
+    """Grid position (i, j) of the block whose marker was clicked on a pooled map, from Streamlit's selection.
+
+    A drag also lists the markers inside its box; that is a region, not a click, so a box wins.
+    """
+    try:
+        selection = event["selection"]
+        if selection.get("box") or not selection.get("points"):
+            return None
+        point = selection["points"][0]
+        if point.get("curve_number") != hm.BLOCKS_TRACE:
+            return None
+        row, col = int(point["y"]), int(point["x"])
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return None
+    by, bx = pooled.block
+    gh, gw = pooled.value.shape
+    if not (0 <= row < pooled.shape[0] and 0 <= col < pooled.shape[1]):
+        return None
+    return min(row // by, gh - 1), min(col // bx, gw - 1)
 
 
 def heatmap_section(record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np.ndarray]) -> None:
@@ -305,21 +329,32 @@ def heatmap_section(record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np
     worst = leaf.worst_index if leaf.worst_index is not None and len(leaf.worst_index) == len(shape) else None
     spec = _spec_controls(key, shape, worst)
     view = hm.heatmap(arrays, metric, spec, dtype=leaf.dtype, title=f"{leaf.name}: {metric.label}")
-    event = st.plotly_chart(view.figure, key=f"heatmap:{key}", on_select="rerun", selection_mode="box", theme=None, config={"displaylogo": False})
     pooled = view.pooled
+    modes = ("points", "box") if pooled.pooled else ("box",)
+    event = st.plotly_chart(view.figure, key=f"heatmap:{key}", on_select="rerun", selection_mode=modes, theme=None, config={"displaylogo": False})
     by, bx = pooled.block
     h, w = pooled.shape
     where = (spec.row_dim, spec.col_dim, tuple(sorted(spec.fixed().items())))
     region_key = f"{key}:region"
+    bi_key, bj_key = f"{key}:bi", f"{key}:bj"
     box = box_region(event, pooled)
     if box is not None and st.session_state.get(f"{key}:lastbox") != (where, box):
         st.session_state[f"{key}:lastbox"] = (where, box)
         st.session_state[region_key] = (where, box)
+    # the selection stays in the chart's state across reruns: act on a click once, so the block inputs stay
+    # usable afterwards, and forget it when it is cleared, so clicking the same block again works
+    click = clicked_block(event, pooled) if pooled.pooled else None
+    if click is None:
+        st.session_state.pop(f"{key}:lastclick", None)
+    elif st.session_state.get(f"{key}:lastclick") != (where, click):
+        st.session_state[f"{key}:lastclick"] = (where, click)
+        st.session_state[bi_key], st.session_state[bj_key] = click
+        st.session_state.pop(region_key, None)
     if pooled.pooled:
         st.caption(
             f"{h}×{w} elements shown as {pooled.value.shape[0]}×{pooled.value.shape[1]} blocks of {by}×{bx}: each cell is its block's "
-            "maximum; hover for the block's worst element. Grey: bit-identical. Drag a box over the map, or pick a block below, "
-            "to see it at full resolution."
+            "maximum; hover for the block's index range and worst element. Grey: bit-identical. **Click a block** (or pick one below) "
+            "to see it at full resolution; a drag zooms the map, and the toolbar's box select drags out a region instead."
         )
     else:
         st.caption("Every element at full resolution. Grey: bit-identical (eager and compiled have the same bits). Drag a box to zoom into a region.")
@@ -327,7 +362,6 @@ def heatmap_section(record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np
     if pooled.pooled:
         finite = np.where(np.isnan(pooled.value), -np.inf, pooled.value)
         wi, wj = (int(v) for v in np.unravel_index(int(np.argmax(finite)), finite.shape))
-        bi_key, bj_key = f"{key}:bi", f"{key}:bj"
         grid = pooled.value.shape
         for k, default, top in ((bi_key, wi, grid[0] - 1), (bj_key, wj, grid[1] - 1)):
             # a new slice or metric can shrink the grid below a block picked earlier

@@ -146,24 +146,51 @@ def test_heatmap_figure_is_pooled_small_and_hovers_the_worst_element(app: AppTes
     assert not at.exception
     specs = [el.proto.spec for el in at.get("plotly_chart")]
     heat = json.loads(specs[0])
-    trace = heat["data"][0]
-    assert trace["type"] == "heatmap" and len(specs[0]) < 2_000_000
+    trace, blocks = heat["data"]  # the colours, and one clickable marker per block carrying the hover
+    assert trace["type"] == "heatmap" and blocks["type"] == "scatter" and len(specs[0]) < 2_000_000
     z = decode(trace["z"])
     assert z.ndim == 2 and max(z.shape) <= 512 and z.shape != (768, 1100)  # block maxima, not every element
-    custom = decode(trace["customdata"])
-    assert custom.shape[:2] == z.shape and custom.shape[2] == 6  # value, worst row, worst col, eager, compiled, fp64
-    assert "worst element" in trace["hovertemplate"] and "fp64" in trace["hovertemplate"]
-    assert "–" in trace["x"][0]  # a block's index range
+    custom = decode(blocks["customdata"]).reshape(z.shape + (-1,))
+    assert custom.shape[2] == 8  # value, worst row, worst col, block's last row, last col, eager, compiled, fp64
+    template = blocks["hovertemplate"]
+    assert "block rows %{y}–" in template and "worst element" in template and "fp64" in template
+    first_row, first_col = decode(blocks["y"]).reshape(z.shape), decode(blocks["x"]).reshape(z.shape)
     # the hover of the hottest cell names the worst element of the whole leaf, with its three values
     arrays = result.load_arrays(result.leaf("out"))
     i, j = np.unravel_index(np.nanargmax(np.where(np.isnan(z), -np.inf, z)), z.shape)
-    value, row, col, eager, compiled, ref = custom[i, j]
+    value, row, col, last_row, last_col, eager, compiled, ref = custom[i, j]
+    assert first_row[i, j] <= row <= last_row < 768 and first_col[i, j] <= col <= last_col < 1100  # inside its block
     assert eager == arrays["eager"][int(row), int(col)] and compiled == arrays["compiled"][int(row), int(col)]
     assert ref == pytest.approx(arrays["ref"][int(row), int(col)], rel=1e-6)
     assert value == pytest.approx(abs(float(eager) - float(compiled)), rel=1e-5)
     # the block detail below shows the worst block at full resolution
     detail = json.loads(specs[1])["data"][0]
     assert detail["type"] == "heatmap" and decode(detail["z"]).shape[0] >= 2
+
+
+def test_clicking_a_block_opens_it_at_full_resolution_and_the_block_inputs_follow(stored_run: tuple[str, CheckResult]):
+    run_id, _ = stored_run
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["run"] = run_id
+    at.run()
+    blocks = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][1]
+    gh, gw = decode(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["z"]).shape
+    i, j = 2, gw - 3
+    k = i * gw + j
+    x, y = int(decode(blocks["x"])[k]), int(decode(blocks["y"])[k])
+    by, bx = y // i, x // j
+    # what Streamlit puts in the chart's state when the block's marker is clicked in a browser
+    point = {"curve_number": 1, "point_number": k, "point_index": k, "x": x, "y": y, "customdata": {}}
+    at.session_state[f"heatmap:{run_id}:out"] = {"selection": {"points": [point], "point_indices": [k], "box": [], "lasso": []}}
+    at.run()
+    assert not at.exception
+    detail = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert detail["layout"]["title"]["text"].startswith(f"block rows {y}–{y + by - 1}, cols {x}–{x + bx - 1} ")
+    assert (at.number_input(key=f"{run_id}:out:bi").value, at.number_input(key=f"{run_id}:out:bj").value) == (i, j)
+    # the click stays in the chart's state; picking another block by number still works
+    at.number_input(key=f"{run_id}:out:bi").set_value(i + 1).run()
+    detail = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert detail["layout"]["title"]["text"].startswith(f"block rows {y + by}–{y + 2 * by - 1}, cols {x}–")
 
 
 def test_code_tab_lists_and_shows_the_kernels(app: AppTest, stored_run: tuple[str, CheckResult]):

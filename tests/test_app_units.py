@@ -81,7 +81,7 @@ def test_large_output_figure_fits_the_budget_with_hover_data():
     size = hm.figure_bytes(view.figure)
     grid = view.pooled.value.shape
     assert size < 2_000_000 and max(grid) <= hm.MAX_SIDE and view.pooled.pooled
-    trace = json.loads(view.figure.to_json())["data"][0]
+    trace = json.loads(view.figure.to_json())["data"][hm.BLOCKS_TRACE]
     assert "worst element" in trace["hovertemplate"] and "fp64" in trace["hovertemplate"]
 
 
