@@ -20,7 +20,7 @@ import uuid  # noqa: E402
 import streamlit as st  # noqa: E402
 from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
-from app import gallery, options_form, result_view, running  # noqa: E402
+from app import editor, gallery, options_form, result_view, running  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
 from engine import OptionsError  # noqa: E402
 
@@ -146,13 +146,7 @@ def _variant_label(case: gallery.Case, i: int) -> str:
 
 def input_section() -> bool:
     """The editor, upload and Run button; True when Run was clicked."""
-    st.text_area(
-        "Program",
-        key="source",
-        height=340,
-        placeholder="Paste a snippet: fn + inputs, a KernelBench Model + get_inputs, or a script that calls torch.compile.\n\n" + PLACEHOLDER,
-        on_change=_on_edit,
-    )
+    editor.render(_on_edit, "Paste a snippet: fn + inputs, a KernelBench Model + get_inputs, or a script that calls torch.compile.\n\n" + PLACEHOLDER)
     st.caption(f"{st.session_state['name']} · runs as `{st.session_state['filename']}`")
     st.file_uploader("…or upload a .py file", type=["py"], key="upload", on_change=_on_upload)
     return st.button("Run check", type="primary", key="run")

@@ -93,6 +93,14 @@ def page(server: str) -> Iterator[object]:
             browser.close()
 
 
+def editor_lines(page: object) -> object:
+    """The text lines the highlighted editor (an Ace editor in the component's iframe) shows.
+
+    A loaded program mounts a new editor; until the rerun ends the old one may linger, so: the last one.
+    """
+    return page.locator("iframe[title*='code_editor']").last.content_frame.locator(".ace_text-layer")
+
+
 SLOW = """import time, torch
 
 def fn(x):
@@ -107,6 +115,7 @@ def inputs():
 def test_live_stage_and_cancel_in_a_real_browser(server: str, page: object):
     expect = sync_api.expect
     page.goto(server)
+    page.get_by_text("plain text").click()  # the plain text area: this test covers that path in a browser
     program = page.get_by_label("Program")
     program.fill(SLOW)
     program.press("Control+Enter")
@@ -126,7 +135,7 @@ def test_gallery_case_in_a_real_browser(server: str, page: object):
     page.keyboard.type("Float floor division")
     page.keyboard.press("Enter")
     page.get_by_role("button", name="Load into the editor").click()
-    expect(page.get_by_label("Program")).to_have_value(re.compile(r'rounding_mode="floor"'), timeout=30_000)
+    expect(editor_lines(page)).to_contain_text('rounding_mode="floor"', timeout=30_000)  # the highlighted editor got it
 
     page.get_by_role("button", name="Run check").click()
     expect(page.get_by_text("Verdict: DIVERGENT")).to_be_visible(timeout=300_000)
@@ -144,3 +153,41 @@ def test_gallery_case_in_a_real_browser(server: str, page: object):
     shot = ARTIFACTS / "e2e-gallery-case.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
+
+
+# no indentation: Ace would indent typed lines again. 300x300 outputs are shown as 2x2 blocks.
+TYPED = """import torch
+fn = lambda x: torch.softmax(x, -1) * 3.0
+inputs = lambda: (torch.randn(300, 300),)
+"""
+
+
+def test_typed_program_runs_and_a_clicked_block_opens_at_full_resolution(server: str, page: object):
+    expect = sync_api.expect
+    page.goto(server)
+    expect(editor_lines(page)).to_be_attached(timeout=60_000)
+    editor_lines(page).locator("xpath=ancestor::div[contains(@class, 'ace_editor')]//textarea").focus()  # Ace's input
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(TYPED)
+    # straight to Run: leaving the editor hands its text to the app before the click arrives
+    page.get_by_role("button", name="Run check").click()
+    expect(page.get_by_text(re.compile(r"Verdict: (BENIGN|MATCH)"))).to_be_visible(timeout=300_000)
+    expect(page.get_by_text("300×300 elements shown as 150×150 blocks of 2×2")).to_be_visible(timeout=30_000)
+
+    # hover a block, then click it: the full-resolution map below shows the block the hover named
+    drag = page.locator(".js-plotly-plot .nsewdrag").first
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.6
+    page.mouse.move(x - 4, y, steps=2)
+    page.mouse.move(x, y, steps=2)
+    hover = page.locator(".hoverlayer").first
+    expect(hover).to_contain_text("block rows", timeout=10_000)
+    named = re.search(r"block rows (\d+)–(\d+), cols (\d+)–(\d+)", hover.text_content() or "")
+    assert named, hover.text_content()
+    page.mouse.down()
+    page.mouse.up()
+    r0, r1, c0, c1 = named.groups()
+    expect(page.locator(".js-plotly-plot .gtitle").filter(has_text=f"block rows {r0}–{r1}, cols {c0}–{c1}")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("spinbutton", name="Block row")).to_have_value(str(int(r0) // 2))  # the block inputs follow

@@ -1,0 +1,111 @@
+"""The program editor: a syntax-highlighting code editor (PyPI streamlit-code-editor) or Streamlit's plain text area.
+
+`st.session_state["source"]` is the program either way; the Run button reads it. The plain text area is that
+key's own widget. The highlighted editor is a custom component that keeps its own text in the browser, so:
+
+- what the user types reaches `source` when the editor loses focus (which a click on Run does first, so an edit
+  followed by Run runs the edited text) or on Ctrl+Enter;
+- a program put into `source` from outside (a gallery case, an upload, a stored run's snippet, the plain
+  editor) is noticed here and replaces the editor's text: the component gets a new key (a version counter),
+  which mounts a fresh editor holding that text.
+
+The highlighted editor is the default where it can work: the package imports and the session has a browser
+on the other end (request headers). Without one, e.g. under streamlit.testing's AppTest, which cannot drive
+custom components, or when the package is missing, the text area is used and nothing is said.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, MutableMapping
+
+import streamlit as st
+
+SOURCE = "source"
+MODE = "editor_mode"
+HIGHLIGHTED = "highlighted"
+PLAIN = "plain"
+_VERSION = "editor_version"  # bumped whenever `source` changes from outside the highlighted editor
+_SHOWN = "editor_shown"  # the text the current highlighted editor holds, as far as the server knows
+_EVENT = "editor_event"  # id of the last editor response already applied
+_LINES = (16, 30)  # the editor grows from 16 to 30 lines, then scrolls
+
+
+@dataclass(frozen=True)
+class Editors:
+    """What this session can offer."""
+
+    highlighted: bool  # the highlighting component imports and a browser can render it
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return (HIGHLIGHTED, PLAIN) if self.highlighted else (PLAIN,)
+
+
+def _component() -> Callable[..., Any] | None:
+    """streamlit-code-editor's component function, or None where it is not installed or does not import."""
+    try:
+        return importlib.import_module("code_editor").code_editor  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - any failure to import means: no highlighted editor
+        return None
+
+
+def editors() -> Editors:
+    return Editors(highlighted=_component() is not None and bool(st.context.headers))
+
+
+def take_response(state: MutableMapping[str, Any], response: Any) -> bool:
+    """Apply the highlighted editor's latest response to `source`; True when it changed the program.
+
+    A response is applied once (by its id): the component repeats its last value on every rerun, and a
+    program loaded since must not be overwritten by it. The component's untouched default has an empty id.
+    """
+    if not isinstance(response, dict) or not response.get("id") or response["id"] == state.get(_EVENT):
+        return False
+    state[_EVENT] = response["id"]
+    text = response.get("text")
+    if not isinstance(text, str) or text == state.get(SOURCE):
+        state[_SHOWN] = state.get(SOURCE)
+        return False
+    state[SOURCE] = text
+    state[_SHOWN] = text
+    return True
+
+
+def sync_version(state: MutableMapping[str, Any]) -> int:
+    """The highlighted editor's version: a new one (a fresh editor) when `source` changed behind its back."""
+    if state.get(_SHOWN) != state.get(SOURCE, ""):
+        state[_VERSION] = int(state.get(_VERSION, 0)) + 1
+        state[_SHOWN] = state.get(SOURCE, "")
+    return int(state.get(_VERSION, 0))
+
+
+def render(on_edit: Callable[[], None], placeholder: str) -> None:
+    """The mode switch and the editor; `on_edit` runs when the user changed the program in it."""
+    state = st.session_state
+    offer = editors()
+    if state.get(MODE) not in offer.modes:
+        state[MODE] = offer.modes[0]
+    if len(offer.modes) > 1:
+        st.radio("Editor", offer.modes, key=MODE, horizontal=True, format_func=lambda m: "highlighted" if m == HIGHLIGHTED else "plain text")
+    component = _component() if state[MODE] == HIGHLIGHTED else None
+    if component is None:
+        st.text_area("Program", key=SOURCE, height=340, placeholder=placeholder, on_change=on_edit)
+        return
+    # `source` is the text area's widget key; in a run without that widget Streamlit would drop the key with
+    # the widget. Writing it back makes it plain session state, which survives.
+    state[SOURCE] = state.get(SOURCE, "")
+    version = sync_version(state)
+    response = component(
+        state[SOURCE],
+        lang="python",
+        height=list(_LINES),
+        response_mode="blur",
+        options={"showLineNumbers": True, "tabSize": 4, "useSoftTabs": True},
+        props={"placeholder": placeholder},
+        key=f"source_editor:{version}",
+    )
+    if take_response(state, response):
+        on_edit()
+    st.caption("An edit applies when you click outside the editor (a click on Run check does) or press Ctrl+Enter.")
