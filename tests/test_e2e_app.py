@@ -179,7 +179,7 @@ def test_typed_program_runs_and_a_clicked_block_opens_at_full_resolution(server:
     drag.scroll_into_view_if_needed()
     box = drag.bounding_box()
     assert box is not None
-    x, y = box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.6
+    x, y = box["x"] + box["width"] * 0.31, box["y"] + box["height"] * 0.61  # mid-cell: cells are 1/150 of the plot
     page.mouse.move(x - 4, y, steps=2)
     page.mouse.move(x, y, steps=2)
     hover = page.locator(".hoverlayer").first
@@ -191,3 +191,4 @@ def test_typed_program_runs_and_a_clicked_block_opens_at_full_resolution(server:
     r0, r1, c0, c1 = named.groups()
     expect(page.locator(".js-plotly-plot .gtitle").filter(has_text=f"block rows {r0}–{r1}, cols {c0}–{c1}")).to_be_visible(timeout=60_000)
     expect(page.get_by_role("spinbutton", name="Block row")).to_have_value(str(int(r0) // 2))  # the block inputs follow
+    page.screenshot(path=str(ARTIFACTS / "e2e-block-click.png"), full_page=True)
