@@ -73,6 +73,22 @@ def take_response(state: MutableMapping[str, Any], response: Any) -> bool:
     return True
 
 
+def component_key(version: int) -> str:
+    return f"source_editor:{version}"
+
+
+def take_pending(state: MutableMapping[str, Any]) -> bool:
+    """Apply the highlighted editor's latest response before anything else; True when it changed the program.
+
+    A click elsewhere (the "plain text" switch, a button) first blurs the editor; its text arrives in the
+    same rerun, which may not show the editor at all. A program put into `source` from outside since the
+    editor was last in sync wins over it.
+    """
+    if SOURCE not in state or state.get(_SHOWN) != state[SOURCE]:
+        return False
+    return take_response(state, state.get(component_key(int(state.get(_VERSION, 0)))))
+
+
 def sync_version(state: MutableMapping[str, Any]) -> int:
     """The highlighted editor's version: a new one (a fresh editor) when `source` changed behind its back."""
     if state.get(_SHOWN) != state.get(SOURCE, ""):
@@ -84,6 +100,8 @@ def sync_version(state: MutableMapping[str, Any]) -> int:
 def render(on_edit: Callable[[], None], placeholder: str) -> None:
     """The mode switch and the editor; `on_edit` runs when the user changed the program in it."""
     state = st.session_state
+    if take_pending(state):
+        on_edit()
     offer = editors()
     if state.get(MODE) not in offer.modes:
         state[MODE] = offer.modes[0]
@@ -104,7 +122,7 @@ def render(on_edit: Callable[[], None], placeholder: str) -> None:
         response_mode="blur",
         options={"showLineNumbers": True, "tabSize": 4, "useSoftTabs": True},
         props={"placeholder": placeholder},
-        key=f"source_editor:{version}",
+        key=component_key(version),
     )
     if take_response(state, response):
         on_edit()

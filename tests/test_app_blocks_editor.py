@@ -95,6 +95,17 @@ def test_the_editor_takes_each_response_once_and_remounts_for_a_program_from_els
     assert not editor.take_response(state, {"id": "e2", "type": "blur", "text": "loaded = True\n"})  # blur, no change
 
 
+def test_an_edit_arriving_with_a_click_elsewhere_is_kept_unless_a_load_came_with_it():
+    state: dict[str, Any] = {"source": "a = 1\n"}
+    key = editor.component_key(editor.sync_version(state))
+    state[key] = {"id": "e1", "type": "blur", "text": "a = 2\n"}  # typed, then the "plain text" switch clicked
+    assert editor.take_pending(state) and state["source"] == "a = 2\n"
+    assert not editor.take_pending(state)  # once
+    state[key] = {"id": "e2", "type": "blur", "text": "a = 3\n"}  # typed, then "Load into the editor" clicked:
+    state["source"] = "loaded = True\n"  # the load's callback ran first
+    assert not editor.take_pending(state) and state["source"] == "loaded = True\n"
+
+
 def test_without_the_package_there_is_no_highlighted_editor(monkeypatch: pytest.MonkeyPatch):
     assert editor._component() is not None  # installed here (a dependency)
     monkeypatch.setitem(sys.modules, "code_editor", None)  # what an import failure looks like

@@ -101,6 +101,11 @@ def editor_lines(page: object) -> object:
     return page.locator("iframe[title*='code_editor']").last.content_frame.locator(".ace_text-layer")
 
 
+def editor_input(page: object) -> object:
+    """The highlighted editor's input (Ace's hidden textarea): focusing it is what a click on the editor does."""
+    return editor_lines(page).locator("xpath=ancestor::div[contains(@class, 'ace_editor')]//textarea")
+
+
 SLOW = """import time, torch
 
 def fn(x):
@@ -115,8 +120,13 @@ def inputs():
 def test_live_stage_and_cancel_in_a_real_browser(server: str, page: object):
     expect = sync_api.expect
     page.goto(server)
-    page.get_by_text("plain text").click()  # the plain text area: this test covers that path in a browser
+    expect(editor_lines(page)).to_be_attached(timeout=60_000)
+    editor_input(page).focus()
+    page.keyboard.insert_text("# typed in the highlighted editor\n")
+    # straight to the plain text area (this test covers that path in a browser): the typed text comes along
+    page.get_by_text("plain text").click()
     program = page.get_by_label("Program")
+    expect(program).to_have_value("# typed in the highlighted editor\n", timeout=30_000)
     program.fill(SLOW)
     program.press("Control+Enter")
     page.get_by_role("button", name="Run check").click()
@@ -166,7 +176,7 @@ def test_typed_program_runs_and_a_clicked_block_opens_at_full_resolution(server:
     expect = sync_api.expect
     page.goto(server)
     expect(editor_lines(page)).to_be_attached(timeout=60_000)
-    editor_lines(page).locator("xpath=ancestor::div[contains(@class, 'ace_editor')]//textarea").focus()  # Ace's input
+    editor_input(page).focus()
     page.keyboard.press("Control+A")
     page.keyboard.insert_text(TYPED)
     # straight to Run: leaving the editor hands its text to the app before the click arrives
