@@ -15,6 +15,7 @@ import re
 from typing import Callable, Sequence
 
 from minimizer.reducer import Problem, ReductionPass
+from minimizer.size import sort_key
 from minimizer.syntax import binds, fresh, parse, tidy_tree, unparse
 
 _PLACEHOLDER = re.compile(r"^L_(?P<name>.+?)_$")
@@ -100,7 +101,10 @@ def graph_rewrite(fx_graphs: Callable[[str], Sequence[str]]) -> ReductionPass:
         torch calls, which the statement and expression passes then shrink node by node.
         """
         candidate = rewrite_with_graph(problem.current, fx_graphs(problem.current))
-        if candidate is not None:
+        tidied = fresh(problem.current)
+        tidy_tree(tidied)
+        # the rewrite tidies too: it must beat tidying alone, or `fn = torch.erf` would become a longer def
+        if candidate is not None and sort_key(candidate) < sort_key(unparse(tidied)):
             problem.test(candidate)
 
     return graph_rewrite

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine import CheckOptions, CheckResult, ErrorInfo, ErrorKind, LeafKind, LeafResult, Symptom, Verdict
-from minimizer.graph import graph_rewrite
+from minimizer.graph import graph_rewrite, rewrite_with_graph
 from minimizer.oracle import Outcome, Signature, classify, signature_of
 from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
 from minimizer.passes import delete_statements
@@ -104,3 +104,16 @@ def test_an_edit_the_oracle_refused_is_not_proposed_again_in_another_context() -
     asked.clear()
     assert problem.test("c = 3\nprint(2, c)\n") is False and asked == []  # a different program, but not the same edit
     assert problem.stats().skipped_edits == 1
+
+
+def test_the_graph_rewrite_is_not_proposed_when_it_only_wins_by_tidying() -> None:
+    erf_graph = (
+        'class GraphModule(torch.nn.Module):\n    def forward(self, L_args_0_: "f32[8][1]cpu"):\n        l_args_0_ = L_args_0_\n'
+        '        erf: "f32[8][1]cpu" = torch.erf(l_args_0_);  l_args_0_ = None\n        return (erf,)'
+    )
+    assert rewrite_with_graph("import torch\nfn = torch.erf\ninputs = (torch.ones(8),)\n", (erf_graph,)) is not None
+    source = '"""A long docstring that tidying alone removes."""\nimport torch\nfn = torch.erf\n\ndef inputs():\n    return (torch.ones(8),)\n'
+    asked: list[str] = []
+    problem = Problem(source, PredicateOracle(lambda s: asked.append(s) is None))
+    graph_rewrite(lambda s: (erf_graph,))(problem)
+    assert asked == [] and problem.current == source
