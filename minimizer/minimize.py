@@ -17,7 +17,7 @@ from typing import Callable
 from engine import CheckOptions, Runner
 from minimizer.graph import graph_rewrite
 from minimizer.oracle import DivergenceOracle, Signature
-from minimizer.passes import SOURCE_PASSES
+from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.reducer import Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
 from minimizer.repro import ReproError, emit, verify
 from minimizer.size import Size, measure, sort_key
@@ -98,6 +98,8 @@ def minimize(
         _polish_with_shrinkray(problem, oracle, deadline, note, plausible)
         if (deadline is None or time.monotonic() < deadline) and not stop():
             stats = _merge(stats, Reducer(passes).run(problem))
+    if not stats.budget_exhausted and not stop():
+        stats = _merge(stats, Reducer(FINISHING_PASSES).run(problem))
 
     final = problem.current
     if stop():

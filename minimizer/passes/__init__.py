@@ -25,12 +25,18 @@ SOURCE_PASSES: list[ReductionPass] = [
     shrink_integers,
     simplify_dtypes,
     shorten_floats,
-    inline_temporaries,
     remove_unused_imports,
+]
+
+# Run once the passes above reach their fixpoint: they change many lines for a few tokens, and after
+# them every edit the oracle refused before would look new and be tested again.
+FINISHING_PASSES: list[ReductionPass] = [
+    inline_temporaries,
     drop_signs,
 ]
 
 __all__ = [
+    "FINISHING_PASSES",
     "SOURCE_PASSES",
     "delete_statements",
     "drop_signs",
