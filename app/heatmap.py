@@ -371,7 +371,7 @@ def _hovertemplate(names: list[str], spec: SliceSpec, metric: Metric, pooled: bo
     return "<br>".join(lines) + "<extra></extra>"
 
 
-POOLED_EXTRA_CHANNELS = 6  # worst row/col, last row/col of the block, and the block marker's x and y
+POOLED_HOVER_CHANNELS = 4  # a block's worst row/col and its last row/col, besides the value and eager/compiled/fp64
 
 
 def bytes_per_cell(channels: int) -> float:
@@ -400,7 +400,8 @@ def heatmap(
     if h * w <= exact_cells and max(h, w) <= max_side:
         block = (1, 1)
     else:
-        block = block_shape((h, w), max(1, int(budget_bytes / bytes_per_cell(1 + POOLED_EXTRA_CHANNELS + values))), max_side)
+        positions = 1 if max(h, w) <= np.iinfo(np.uint16).max else 2  # a marker's x and y: 2 or 4 bytes each
+        block = block_shape((h, w), max(1, int(budget_bytes / bytes_per_cell(1 + POOLED_HOVER_CHANNELS + positions + values))), max_side)
     pooled = pooled_metric(sliced, metric, block, dtype)
     view = _heatmap_figure(sliced, pooled, metric, spec, title)
     return view
