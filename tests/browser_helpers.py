@@ -26,6 +26,17 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
+# stays in its "loading" stage until cancelled (or killed with the app)
+SLOW = """import time, torch
+
+def fn(x):
+    return x + 1
+
+def inputs():
+    time.sleep(300)
+    return (torch.ones(3),)
+"""
+
 
 def skip_without_browser() -> None:
     """Skip the calling test module (saying why) without python playwright or /usr/bin/chromium."""

@@ -6,81 +6,26 @@ Leaves a screenshot in test-artifacts/. Skips (saying why) without playwright or
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW, skip_without_browser, start_server, stop_server
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="python playwright is not installed (pip install -e '.[test]')")
-if not os.access(CHROMIUM, os.X_OK):
-    pytest.skip(f"Debian chromium not found at {CHROMIUM} (.ci/run installs it: apt-get install chromium)", allow_module_level=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+skip_without_browser()
+from playwright import sync_api  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server(divergence_home: Path, inductor_cache: Path) -> Iterator[str]:
-    port = free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "e2e-server.log", "wb")
-    env = {**os.environ, "DIVERGENCE_HOME": str(divergence_home), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
-    env.pop("STREAMLIT_SERVER_ADDRESS", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "serve", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"divergence serve did not come up; see {ARTIFACTS / 'e2e-server.log'}")
-        time.sleep(0.3)
+    (ARTIFACTS / "e2e-server.log").unlink(missing_ok=True)
+    proc, url = start_server(divergence_home, inductor_cache, "e2e-server.log")
     try:
         yield url
     finally:
-        # SIGTERM lets Streamlit exit cleanly, so the app's runner closes its worker at exit
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+        stop_server(proc)
 
 
 @pytest.fixture
@@ -104,17 +49,6 @@ def editor_lines(page: object) -> object:
 def editor_input(page: object) -> object:
     """The highlighted editor's input (Ace's hidden textarea): focusing it is what a click on the editor does."""
     return editor_lines(page).locator("xpath=ancestor::div[contains(@class, 'ace_editor')]//textarea")
-
-
-SLOW = """import time, torch
-
-def fn(x):
-    return x + 1
-
-def inputs():
-    time.sleep(120)
-    return (torch.ones(3),)
-"""
 
 
 def test_live_stage_and_cancel_in_a_real_browser(server: str, page: object):

@@ -15,21 +15,12 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, REPO, skip_without_browser, start_server, stop_server
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, REPO, SLOW, skip_without_browser, start_server, stop_server
 
 skip_without_browser()
 from playwright import sync_api  # noqa: E402
 
 DIVERGENT = (REPO / "tests" / "snippets" / "minimize_floor_divide_noisy.py").read_text()
-SLOW = """import time, torch
-
-def fn(x):
-    return x + 1
-
-def inputs():
-    time.sleep(300)
-    return (torch.ones(3),)
-"""
 
 
 def rows(home: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -65,6 +56,7 @@ def until(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def run_program(page: Any, source: str) -> None:
+    page.get_by_text("plain text").click()  # test_e2e_app.py covers the highlighted editor
     program = page.get_by_label("Program")
     program.fill(source)
     program.press("Control+Enter")
