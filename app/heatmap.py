@@ -453,7 +453,9 @@ def block_markers(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metr
     rows, cols = block_starts(pooled, 0), block_starts(pooled, 1)
     by, bx = pooled.block
     last = (np.minimum(rows.astype(np.int64) + by, pooled.shape[0]) - 1, np.minimum(cols.astype(np.int64) + bx, pooled.shape[1]) - 1)
-    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, pooled.value, with_index=True, block_ends=last)
+    # a bit-identical block is grey on the map (NaN there); its hover says error 0, not "NaN"
+    value = np.where(np.isnan(pooled.value), 0.0, pooled.value)
+    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, value, with_index=True, block_ends=last)
     x, y = np.meshgrid(cols, rows)
     return go.Scatter(
         x=x.reshape(-1),

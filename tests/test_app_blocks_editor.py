@@ -110,3 +110,12 @@ def test_without_the_package_there_is_no_highlighted_editor(monkeypatch: pytest.
     assert editor._component() is not None  # installed here (a dependency)
     monkeypatch.setitem(sys.modules, "code_editor", None)  # what an import failure looks like
     assert editor._component() is None
+
+
+def test_a_bit_identical_block_hovers_as_error_zero_and_stays_grey():
+    a = arrays_with_noise((700, 900))
+    a["compiled"][:100, :100] = a["eager"][:100, :100]
+    a["ulp"][:100, :100] = 0
+    view = hm.heatmap(a, hm.Metric.ABS, hm.default_spec((700, 900)))
+    assert np.isnan(view.pooled.value[0, 0])  # grey on the map
+    assert np.asarray(view.figure.data[hm.BLOCKS_TRACE].customdata)[0, 0] == 0.0  # "abs 0" on hover, not "NaN"
