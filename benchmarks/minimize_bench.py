@@ -34,7 +34,7 @@ from minimizer.oracle import DivergenceOracle  # noqa: E402
 from minimizer.reducer import ReduceProgress  # noqa: E402
 from minimizer.shrinkray import find_shrinkray, run_shrinkray  # noqa: E402
 from minimizer.size import Size, count_tokens, measure  # noqa: E402
-from minimizer.syntax import canonical, statically_plausible  # noqa: E402
+from minimizer.syntax import canonical, keeps_style, statically_plausible  # noqa: E402
 
 DEFAULT_CASES = (
     "floor_divide_off_by_one", "erf_small_vectorized", "elu_subnormal_div_zero", "acosh_large_overflow",
@@ -92,12 +92,12 @@ def run_shrinkray_alone(executable: str, source: str, options: CheckOptions, run
     oracle.establish(source)
     history: list[tuple[float, int]] = [(time.monotonic() - started, count_tokens(canonical(source)))]
     lock = threading.Lock()
-    decide = shrinkray_decider(oracle)
+    decide = shrinkray_decider(oracle, keeps_style(canonical(source)))  # the same static pre-filter as ours
 
     def recording(candidate: str) -> bool:
         ok = decide(candidate)
-        if ok and statically_plausible(candidate):
-            tokens = count_tokens(canonical(candidate))
+        if ok:
+            tokens = count_tokens(candidate)  # as shrinkray writes it, like its final result
             with lock:
                 if tokens < history[-1][1]:
                     history.append((time.monotonic() - started, tokens))
