@@ -296,6 +296,7 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
     if style is SnippetStyle.REPRO:
         # the script drives its own calls: the engine ignores backward, device and dtype for it, and so does this
         return head + HELPERS + REPRO_INTERCEPT + body.rstrip() + "\n" + REPRO_FOOTER
+    body = _without_main_block(body)  # the engine loads these styles as a module, not as __main__
     adapter = ""
     if style is SnippetStyle.KERNELBENCH:
         # built right after the module code, before any re-seeding: the engine draws the weights from the same RNG state
@@ -329,6 +330,17 @@ def _defines(program: str, name: str) -> bool:
     import ast
 
     return any(isinstance(t, ast.Name) and t.id == name for node in ast.parse(program).body if isinstance(node, ast.Assign) for t in node.targets)
+
+
+def _without_main_block(program: str) -> str:
+    import ast
+
+    tree = ast.parse(program)
+    kept = [s for s in tree.body if not (isinstance(s, ast.If) and "__name__" in ast.unparse(s.test))]
+    if len(kept) == len(tree.body):
+        return program  # untouched: comments and formatting stay
+    tree.body = kept
+    return ast.unparse(tree) + "\n"
 
 
 def _split_future_imports(program: str) -> tuple[str, str]:
