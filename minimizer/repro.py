@@ -302,7 +302,7 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
         # built right after the module code, before any re-seeding: the engine draws the weights from the same RNG state
         adapter = '\nfn = Model(*(get_init_inputs() if "get_init_inputs" in globals() else ()))\ninputs = get_inputs\n'
     seeded = "# module-level inputs and weights draw from the RNG state the check started from\ntorch.manual_seed(SEED)\nrandom.seed(SEED)\n\n"
-    return head + seeded + body.rstrip() + "\n" + adapter + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----" + HELPERS + PROGRAM_DRIVER
+    return head + seeded + body.rstrip() + "\n" + adapter + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----\n" + HELPERS + PROGRAM_DRIVER
 
 
 def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: str) -> str:
