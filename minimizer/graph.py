@@ -55,8 +55,20 @@ def graph_to_function(graph: str, name: str = "fn") -> ast.FunctionDef | None:
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(node, ast.Name) and node.id in renames:
             node.id = renames[node.id]
+        if isinstance(node, ast.Subscript):
+            node.slice = _as_slice_syntax(node.slice)
     args = [ast.arg(renames[p]) for p in params]
     return ast.FunctionDef(name=name, args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]), body=body or [ast.Pass()], decorator_list=[], returns=None, lineno=1)
+
+
+def _as_slice_syntax(index: ast.expr) -> ast.expr:
+    """`(slice(None, None, None), slice(1, 7, None))`, as Dynamo prints an index, back to `:, 1:7`."""
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple([_as_slice_syntax(e) for e in index.elts], ast.Load())
+    if isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and index.func.id == "slice" and not index.keywords and len(index.args) == 3:
+        lower, upper, step = (None if isinstance(a, ast.Constant) and a.value is None else a for a in index.args)
+        return ast.Slice(lower, upper, step)
+    return index
 
 
 def _dedent_block(text: str) -> str:

@@ -117,3 +117,12 @@ def test_the_graph_rewrite_is_not_proposed_when_it_only_wins_by_tidying() -> Non
     problem = Problem(source, PredicateOracle(lambda s: asked.append(s) is None))
     graph_rewrite(lambda s: (erf_graph,))(problem)
     assert asked == [] and problem.current == source
+
+
+def test_the_graph_rewrite_writes_dynamo_slices_as_slice_syntax() -> None:
+    graph = (
+        'class GraphModule(torch.nn.Module):\n    def forward(self, L_x_: "f32[2, 9][9, 1]cpu"):\n        l_x_ = L_x_\n'
+        '        y: "f32[2, 6][9, 1]cpu" = l_x_[(slice(None, None, None), slice(1, 7, None))];  l_x_ = None\n        return (y,)'
+    )
+    rewritten = rewrite_with_graph("import torch\nfn = torch.relu\ninputs = (torch.ones(2, 9),)\n", (graph,))
+    assert rewritten is not None and "y = x[:, 1:7]" in rewritten
