@@ -113,7 +113,7 @@ def minimize(
     # the re-check runs in the worker and the repro in a fresh interpreter: side by side, not one after the other
     with ThreadPoolExecutor(1) as pool:
         verifying = None if repro is None else pool.submit(
-            verify, repro, python or runner.python, options.timeout_s, work_dir / "verify", stop)
+            verify, repro, python or runner.python, options.timeout_s, work_dir / "verify", stop, runner.cache_dir)
         confirmed = oracle.confirm(final) if final != start else True
         if not confirmed:
             note("FLAKY: the final candidate did not reproduce when re-checked; treat the result with suspicion")

@@ -16,8 +16,10 @@ distance from an fp64 run, and exits 1 while compiled diverges, 0 once it does n
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -355,14 +357,13 @@ def _option_kwargs(options: CheckOptions) -> dict[str, object]:
 
 
 def verify(script: str, python: str | None = None, timeout_s: float = 300.0, work_dir: Path | None = None,
-           should_stop: Callable[[], bool] | None = None) -> Verification:
+           should_stop: Callable[[], bool] | None = None, inductor_cache: Path | None = None) -> Verification:
     """Run the script in a fresh interpreter (no state shared with anything that ran before).
 
     `should_stop` is polled while it runs; when it returns True the interpreter is killed and the
-    script counts as not verified.
+    script counts as not verified. `inductor_cache` lends it the oracle's compile cache: the repro
+    compiles the graph the last check compiled, so it loads the same kernels instead of running g++.
     """
-    import tempfile
-
     directory = Path(work_dir or tempfile.mkdtemp(prefix="repro-"))
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "repro.py"
@@ -370,7 +371,8 @@ def verify(script: str, python: str | None = None, timeout_s: float = 300.0, wor
     out_path, err_path = directory / "repro.out", directory / "repro.err"
     # files, not pipes: a chatty script must not block on a full pipe while this loop polls
     with open(out_path, "w") as out_file, open(err_path, "w") as err_file:
-        process = subprocess.Popen([python or sys.executable, str(path)], stdout=out_file, stderr=err_file, cwd=directory)
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache)) if inductor_cache is not None else None
+        process = subprocess.Popen([python or sys.executable, str(path)], stdout=out_file, stderr=err_file, cwd=directory, env=env)
         deadline = time.monotonic() + timeout_s
         why = ""
         while why == "":

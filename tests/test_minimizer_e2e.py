@@ -16,9 +16,11 @@ SNIPPET = Path(__file__).resolve().parent / "snippets" / "minimize_floor_divide_
 
 @pytest.mark.slow
 def test_minimize_a_real_divergence_to_a_verified_repro(runner: Runner, tmp_path: Path) -> None:
+    # the fixpoint comes after 60-125 s here; the budget is only a backstop, generous so that a loaded
+    # machine does not cut the reduction short and fail the size assertions
     result = minimize(
         SNIPPET.read_text(), CheckOptions(device="cpu", timeout_s=120), runner, tmp_path / "work",
-        budget_s=100, checkpoint_root=tmp_path / "checkpoints", use_shrinkray=False, ablation=False,
+        budget_s=300, checkpoint_root=tmp_path / "checkpoints", use_shrinkray=False, ablation=False,
     )
     assert result.signature.symptoms == {Symptom.VALUE}
     assert result.final.tokens < result.initial.tokens / 2, result.minimized
