@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     from minimizer.cli import add_arguments as add_minimize_arguments  # light: imports no torch
 
     add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
+    shrinkray = sub.add_parser("install-shrinkray", help="install the minimizer's optional shrinkray polish into a Python 3.12 venv of its own")
+    shrinkray.add_argument("--venv", type=Path, help="where (default: shrinkray-venv in the data folder, where the minimizer looks)")
+    shrinkray.add_argument("--python", help="a Python >= 3.12 interpreter (default: python3.13/3.12 on PATH, else pyenv's)")
 
     from engine.localize_cli import add_parsers as add_localize_parsers  # light: imports no torch
 
@@ -194,6 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from minimizer.cli import run as run_minimize
 
         return run_minimize(args)
+    if args.command == "install-shrinkray":
+        from minimizer.cli import install_shrinkray_command
+
+        return install_shrinkray_command(args)
     if args.command == "export":
         from engine.export import export_run
 

@@ -86,3 +86,21 @@ def run(args: argparse.Namespace) -> int:
         args.report.write_text(result.report)
         print(f"bug report written to {args.report}")
     return 0 if result.repro_verified and result.confirmed else 1
+
+
+def install_shrinkray_command(args: argparse.Namespace) -> int:
+    """`divergence install-shrinkray`: the optional polish's own Python 3.12 venv, where find_shrinkray looks."""
+    from minimizer.shrinkray import PINNED, InstallError, default_venv, install_shrinkray
+
+    venv = args.venv or default_venv()
+    print(f"installing {PINNED} into {venv} (a Python >= 3.12 venv of its own) ...", file=sys.stderr, flush=True)
+    try:
+        executable = install_shrinkray(venv, args.python)
+    except InstallError as exc:
+        print(f"divergence: {exc}", file=sys.stderr)
+        return 2
+    print(f"shrinkray ready: {executable}")
+    if args.venv is not None:
+        print(f"outside the default place: export DIVERGENCE_SHRINKRAY={executable}")
+    return 0
+

@@ -193,7 +193,8 @@ def _polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline:
 
     executable = find_shrinkray()
     if executable is None:
-        note("shrinkray not found (set DIVERGENCE_SHRINKRAY to its executable in a Python 3.12 venv); finishing with our own passes")
+        note("shrinkray not found (`divergence install-shrinkray` makes one, or set DIVERGENCE_SHRINKRAY to its executable); "
+             "finishing with our own passes")
         return
     remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
     if remaining is not None and remaining < 10:

@@ -4,7 +4,8 @@ shrinkray needs Python >= 3.12 and cannot live in the torch environment, so it r
 Its interestingness test is a tiny stdlib-only script that sends the candidate over a Unix socket to
 this process, where the Problem answers it: the warm worker, the candidate cache and the static
 pre-filter serve shrinkray's candidates exactly as they serve our own passes. shrinkray is looked up
-in $DIVERGENCE_SHRINKRAY, then on PATH; when it is missing the caller says so once and carries on.
+in $DIVERGENCE_SHRINKRAY, then in the venv `divergence install-shrinkray` makes, then on PATH; when it
+is missing the caller says so once and carries on.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import socketserver
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -29,11 +31,66 @@ sys.exit(0 if s.recv(1) == b"1" else 1)
 '''
 
 
+# Releases from 26.7.7 on pull llama-cpp-python and switch an LLM pass on by default.
+PINNED = "shrinkray==26.7.5.7"
+
+
+class InstallError(Exception):
+    """shrinkray could not be installed; the message says why and what to do."""
+
+
+def default_venv() -> Path:
+    from engine.paths import home
+
+    return home() / "shrinkray-venv"
+
+
 def find_shrinkray() -> str | None:
     explicit = os.environ.get("DIVERGENCE_SHRINKRAY")
     if explicit:
         return explicit if Path(explicit).exists() else None
-    return shutil.which("shrinkray")
+    installed = default_venv() / "bin" / "shrinkray"
+    return str(installed) if installed.exists() else shutil.which("shrinkray")
+
+
+def find_python312() -> str | None:
+    """An interpreter new enough for shrinkray: python3.13/3.12 on PATH, else one of pyenv's versions."""
+    candidates = [shutil.which(name) for name in ("python3.13", "python3.12")]
+    pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    if shutil.which("pyenv"):
+        try:
+            pyenv_root = Path(subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30).stdout.strip() or pyenv_root)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    candidates += sorted((str(p) for p in pyenv_root.glob("versions/3.1[2-9]*/bin/python")), reverse=True)
+    for python in filter(None, candidates):
+        try:
+            probe = subprocess.run([python, "-c", "import sys, venv; print(sys.version_info >= (3, 12))"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.stdout.strip() == "True":
+            return python
+    return None
+
+
+def install_shrinkray(venv: Path | None = None, python: str | None = None) -> str:
+    """Create a venv with the pinned shrinkray and return its executable; raises InstallError saying why not."""
+    venv = venv or default_venv()
+    python = python or find_python312()
+    if python is None:
+        raise InstallError("shrinkray needs Python >= 3.12 and none was found (python3.12, python3.13 or pyenv); "
+                           "install one, or point DIVERGENCE_SHRINKRAY at an existing shrinkray executable")
+    for step in ([python, "-m", "venv", str(venv)], [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", PINNED]):
+        try:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InstallError(f"{' '.join(step[:3])} failed: {exc}") from exc
+        if done.returncode != 0:
+            raise InstallError(f"{' '.join(step)} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
+    executable = venv / "bin" / "shrinkray"
+    if not executable.exists():
+        raise InstallError(f"pip finished but {executable} is missing")
+    return str(executable)
 
 
 @dataclass(frozen=True)
@@ -74,8 +131,6 @@ def run_shrinkray(
     budget_s: float | None = None,
 ) -> ShrinkrayRun:
     """Reduce `source` with shrinkray, answering its interestingness questions with `decide` (thread-safe)."""
-    import time
-
     work = Path(tempfile.mkdtemp(prefix="shrinkray-"))
     sock = str(work / "oracle.sock")
     server = _Server(sock, decide)
