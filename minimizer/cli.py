@@ -103,4 +103,3 @@ def install_shrinkray_command(args: argparse.Namespace) -> int:
     if args.venv is not None:
         print(f"outside the default place: export DIVERGENCE_SHRINKRAY={executable}")
     return 0
-

@@ -63,19 +63,23 @@ def find_python312() -> str | None:
         except (OSError, subprocess.TimeoutExpired):
             pass
     candidates += sorted((str(p) for p in pyenv_root.glob("versions/3.1[2-9]*/bin/python")), reverse=True)
-    for python in filter(None, candidates):
-        try:
-            probe = subprocess.run([python, "-c", "import sys, venv; print(sys.version_info >= (3, 12))"], capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.stdout.strip() == "True":
-            return python
-    return None
+    return next((python for python in filter(None, candidates) if _new_enough(python)), None)
+
+
+def _new_enough(python: str) -> bool:
+    try:
+        probe = subprocess.run([python, "-c", "import sys, venv; print(sys.version_info >= (3, 12))"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.stdout.strip() == "True"
 
 
 def install_shrinkray(venv: Path | None = None, python: str | None = None) -> str:
     """Create a venv with the pinned shrinkray and return its executable; raises InstallError saying why not."""
     venv = venv or default_venv()
+    if python is not None and not _new_enough(python):
+        # on an older Python pip does not fail: it silently installs an unrelated 0.0.2 of that name
+        raise InstallError(f"{python} is not a Python >= 3.12, which shrinkray needs")
     python = python or find_python312()
     if python is None:
         raise InstallError("shrinkray needs Python >= 3.12 and none was found (python3.12, python3.13 or pyenv); "

@@ -14,7 +14,7 @@ import pytest
 
 from minimizer.minimize import _polish_with_shrinkray
 from minimizer.reducer import PredicateOracle, Problem
-from minimizer.shrinkray import find_python312
+from minimizer.shrinkray import InstallError, find_python312, install_shrinkray
 
 VENV = Path(__file__).resolve().parent.parent / ".cache" / "shrinkray-venv"  # kept between local runs
 PROGRAM = '''import math
@@ -75,3 +75,10 @@ def test_a_missing_shrinkray_is_said_once_and_changes_nothing(monkeypatch: pytes
     before = problem.current
     _polish_with_shrinkray(problem, problem.oracle, None, notes.append)
     assert problem.current == before and len(notes) == 1 and "divergence install-shrinkray" in notes[0]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs the test interpreter to be older than 3.12")
+def test_an_interpreter_older_than_3_12_is_refused_before_pip_installs_the_wrong_package(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match="not a Python >= 3.12"):
+        install_shrinkray(tmp_path / "venv", python=sys.executable)
+    assert not (tmp_path / "venv").exists()
