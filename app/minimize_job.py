@@ -117,6 +117,10 @@ class StoppableRunner:
     def python(self) -> str:
         return self._runner.python
 
+    @property
+    def cache_dir(self) -> Path:
+        return self._runner.cache_dir  # the repro's fresh process borrows the workers' Inductor cache
+
     def submit(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> Job:
         while True:
             if self._stop.is_set():

@@ -12,7 +12,7 @@ def wait_for(at: AppTest, cond: Callable[[AppTest], bool], timeout: float, what:
     """Rerun the page (as the live fragment would) until cond holds."""
     deadline = time.monotonic() + timeout
     while not cond(at):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}; the page shows: {page_text(at)}"
         time.sleep(1.0)
         at.run()
         assert not at.exception, at.exception
@@ -26,6 +26,12 @@ def check_in_app(app: str, source: str, timeout: float) -> tuple[AppTest, str]:
     at.button(key="run").click().run()
     assert not at.exception, at.exception
     return at, str(at.query_params["run"])
+
+
+def page_text(at: AppTest) -> str:
+    """What a reader of the page would see, for a failure message."""
+    kinds = ("success", "warning", "error", "info", "caption", "markdown", "metric")
+    return "; ".join(f"{k}: {getattr(e, 'label', '')} {e.value}" for k in kinds for e in at.get(k))[:4000]
 
 
 def has_button(at: AppTest, key: str) -> bool:
