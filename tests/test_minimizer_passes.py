@@ -119,6 +119,12 @@ def test_shrink_sequences_shrinks_paired_inputs_together() -> None:
     assert reduce_with([shrink_sequences], source, lambda s: same_length(s) and "3" in s and "7" in s and s.count("[") == 2) == "a = [3]\nb = [7]\n"
 
 
+def test_shrink_sequences_moves_literals_of_one_role_together_and_leaves_others() -> None:
+    source = "def f(x, y):\n    x[0:, :] = y[0:, :]\n    return (x, y)\n"
+    paired = lambda s: "return (x, y)" in s and s.split("x[")[1].split("]")[0] == s.split("y[")[1].split("]")[0]
+    assert reduce_with([shrink_sequences], source, paired) == "def f(x, y):\n    x[:] = y[:]\n    return (x, y)\n"
+
+
 def test_tidy_removes_all_noise_in_one_candidate() -> None:
     source = '"""doc"""\nimport os, math\nimport torch\n\ndef _helper(t):\n    return t\n_UNUSED = [1]\n\ndef fn(x):\n    """doc"""\n    return x\ninputs = (torch.ones(1),)\n'
     seen: list[str] = []

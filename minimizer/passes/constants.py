@@ -74,14 +74,36 @@ def _sequences(tree: ast.AST) -> list[ast.List | ast.Tuple]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.List, ast.Tuple)) and isinstance(n.ctx, ast.Load) and n.elts]
 
 
+def _roles(tree: ast.AST) -> dict[int, tuple[int, str]]:
+    """Each literal's length and syntactic role (index, call argument, return value, ...), by node id.
+
+    Literals that share both are the ones that move in step: `dst[0:, :] = src[0:, :]`'s two indices,
+    `a = tensor([...])` beside `b = tensor([...])`; a returned pair of inputs is not one of them.
+    """
+    roles: dict[int, tuple[int, str]] = {}
+    for parent in ast.walk(tree):
+        for field, child in ast.iter_fields(parent):
+            for node in child if isinstance(child, list) else [child]:
+                if isinstance(node, (ast.List, ast.Tuple)):
+                    roles[id(node)] = (len(node.elts), f"{type(parent).__name__}.{field}")
+    return roles
+
+
+def _in_step(tree: ast.AST, i: int) -> list[ast.List | ast.Tuple]:
+    seqs = _sequences(tree)
+    roles = _roles(tree)
+    return [s for s in seqs if roles.get(id(s)) == roles.get(id(seqs[i]))]
+
+
 KEEP_ONE = 2  # how many "keep only element k" candidates come before the halvings
 
 
 def shrink_sequences(problem: Problem) -> None:
     """Keep one element of a list or tuple literal, else delete halves, then single ones; unwrap a one-element one.
 
-    Each deletion is tried in every literal of the same length at once first, then alone: it shortens
-    paired input values (`torch.tensor([...])`), drops outputs from a returned tuple, and so on.
+    Each deletion is tried at once in every literal of the same length and role first (see `_roles`), then
+    alone: it shortens paired input values (`torch.tensor([...])`), drops outputs from a returned tuple,
+    and so on.
     """
 
     def at(source: str, i: int) -> list[str] | None:
@@ -96,28 +118,27 @@ def shrink_sequences(problem: Problem) -> None:
             size //= 2
         out = []
         if n == 1:
-            tree = fresh(source)
-            seq = _sequences(tree)[i]
-            replace_node(tree, seq, seq.elts[0])
-            out.append(unparse(tree))
+            for together in (True, False):
+                tree = fresh(source)
+                for seq in _in_step(tree, i) if together else [_sequences(tree)[i]]:
+                    replace_node(tree, seq, seq.elts[0])
+                out.append(unparse(tree))
         # one element kept, before ddmin's halving: often one pair of values carries the bug, and a
         # chain of halvings costs a recompile (a new shape) per step
         for k in range(min(n, KEEP_ONE)) if n > 2 else ():
             for together in (True, False):
                 tree = fresh(source)
-                seqs = _sequences(tree)
-                for seq in [s for s in seqs if len(s.elts) == n] if together else [seqs[i]]:
+                for seq in _in_step(tree, i) if together else [_sequences(tree)[i]]:
                     seq.elts[:] = [seq.elts[k]]
                 out.append(unparse(tree))
         for start, size in dict.fromkeys(chunks):
             # paired inputs (`a = tensor([...])`, `b = tensor([...])`) must shrink together to keep broadcasting
             for together in (True, False):
                 tree = fresh(source)
-                seqs = _sequences(tree)
-                for seq in [s for s in seqs if len(s.elts) == n] if together else [seqs[i]]:
+                for seq in _in_step(tree, i) if together else [_sequences(tree)[i]]:
                     del seq.elts[start : start + size]
                 out.append(unparse(tree))
-        return out
+        return list(dict.fromkeys(out))  # "together" is "alone" where a literal has no partner
 
     sweep(problem, at)
 
