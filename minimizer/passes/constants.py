@@ -7,6 +7,7 @@ tokens or characters) and the oracle still reports the same divergence.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from minimizer.reducer import Problem, sweep
 from minimizer.syntax import fresh, nodes_of, replace_node, unparse
@@ -92,7 +93,7 @@ def _roles(tree: ast.AST) -> dict[int, tuple[int, str]]:
 def _in_step(tree: ast.AST, i: int) -> list[ast.List | ast.Tuple]:
     seqs = _sequences(tree)
     roles = _roles(tree)
-    return [s for s in seqs if roles.get(id(s)) == roles.get(id(seqs[i]))]
+    return [s for s in seqs if roles[id(s)] == roles[id(seqs[i])]]
 
 
 KEEP_ONE = 2  # how many "keep only element k" candidates come before the halvings
@@ -116,28 +117,25 @@ def shrink_sequences(problem: Problem) -> None:
         while size >= 1:
             chunks.extend((start, size) for start in range(0, n, size))
             size //= 2
-        out = []
-        if n == 1:
+
+        def each_way(edit: Callable[[ast.AST, ast.List | ast.Tuple], None]) -> list[str]:
+            """The edit in every literal in step with literal i at once, then in literal i alone."""
+            made = []
             for together in (True, False):
                 tree = fresh(source)
                 for seq in _in_step(tree, i) if together else [_sequences(tree)[i]]:
-                    replace_node(tree, seq, seq.elts[0])
-                out.append(unparse(tree))
+                    edit(tree, seq)
+                made.append(unparse(tree))
+            return made
+
+        out = each_way(lambda tree, seq: replace_node(tree, seq, seq.elts[0])) if n == 1 else []
         # one element kept, before ddmin's halving: often one pair of values carries the bug, and a
         # chain of halvings costs a recompile (a new shape) per step
         for k in range(min(n, KEEP_ONE)) if n > 2 else ():
-            for together in (True, False):
-                tree = fresh(source)
-                for seq in _in_step(tree, i) if together else [_sequences(tree)[i]]:
-                    seq.elts[:] = [seq.elts[k]]
-                out.append(unparse(tree))
+            out += each_way(lambda tree, seq, k=k: setattr(seq, "elts", [seq.elts[k]]))
+        # paired inputs (`a = tensor([...])`, `b = tensor([...])`) must shrink together to keep broadcasting
         for start, size in dict.fromkeys(chunks):
-            # paired inputs (`a = tensor([...])`, `b = tensor([...])`) must shrink together to keep broadcasting
-            for together in (True, False):
-                tree = fresh(source)
-                for seq in _in_step(tree, i) if together else [_sequences(tree)[i]]:
-                    del seq.elts[start : start + size]
-                out.append(unparse(tree))
+            out += each_way(lambda tree, seq, a=start, b=start + size: setattr(seq, "elts", seq.elts[:a] + seq.elts[b:]))
         return list(dict.fromkeys(out))  # "together" is "alone" where a literal has no partner
 
     sweep(problem, at)
