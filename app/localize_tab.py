@@ -24,7 +24,7 @@ from engine import LOCALIZATION_STEPS, CheckResult, Localization, Runner, Verdic
 LOCALIZE_DIR = "localize"  # inside the run's directory
 POLL_S = 1.0
 STEP_LABEL = {"ablation": "ablation ladder", "bisect": "CompilerBisector", "intermediates": "first diverging intermediate"}
-LADDER_SIZE = 6  # rungs of engine.ablation.LADDER: shown as live progress while the ladder runs
+LADDER_SIZE = 6  # rungs of engine.localization.ablation.LADDER: shown as live progress while the ladder runs
 
 
 @st.cache_resource(show_spinner=False)

@@ -18,14 +18,14 @@ import streamlit as st
 
 from engine import CheckOptions, CheckResult, Job, Progress, Runner
 from engine.api import with_triton_cpu_pass
-from engine.triton_cpu import WORKER_ENV
+from engine.protocol import TRITON_CPU_WORKER_ENV
 
 LABEL = "interpreted Triton on CPU (not GPU Triton)"
 
 
 @st.cache_resource(show_spinner=False)
 def triton_runner() -> Runner:
-    r = Runner(env=WORKER_ENV)
+    r = Runner(env=TRITON_CPU_WORKER_ENV)
     atexit.register(r.close)
     return r
 

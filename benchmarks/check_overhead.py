@@ -52,7 +52,7 @@ def timed(command: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     files = sys.argv[1:] or DEFAULT
     divergence = shutil.which("divergence")
-    ours = [divergence] if divergence else [sys.executable, "-m", "engine.cli"]
+    ours = [divergence] if divergence else [sys.executable, "-m", "app.cli.main"]
     print(f"{'program':40} {'bare cold':>9} {'ours cold':>9} {'ratio':>6} {'bare warm':>9} {'ours warm':>9} {'ratio':>6} {'warm worker':>11}")
     for file in files:
         with tempfile.TemporaryDirectory() as bare_cache, tempfile.TemporaryDirectory() as our_cache, tempfile.TemporaryDirectory() as home:

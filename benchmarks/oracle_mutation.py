@@ -26,12 +26,12 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import casting  # noqa: E402
 from engine.cases import load_cases  # noqa: E402
-from engine.comparison import CallSettings, compare_call, seed_everything  # noqa: E402
-from engine.leaves import flatten, map_tensors  # noqa: E402
+from engine.child import casting  # noqa: E402
+from engine.child.comparison import CallSettings, compare_call, seed_everything  # noqa: E402
+from engine.child.leaves import flatten, map_tensors  # noqa: E402
+from engine.judge.verdicts import Verdict, worst  # noqa: E402
 from engine.snippet import SnippetStyle, detect_style, execute, program_from_namespace  # noqa: E402
-from engine.verdicts import Verdict, worst  # noqa: E402
 
 Fault = Callable[[torch.Tensor, torch.Tensor], "torch.Tensor | None"]  # (compiled, eager) -> faulty compiled, None: n/a
 

@@ -36,7 +36,7 @@ def rss_mb(pid: int) -> float:
 
 
 def descendants(pid: int) -> int:
-    from engine.runner import _descendants
+    from engine.runner import descendants as _descendants
 
     return len(_descendants(pid)) - 1
 

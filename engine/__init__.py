@@ -4,18 +4,18 @@ Importing this package does not import torch; checks run in a worker process.
 """
 
 from engine.api import check_file, check_source, default_runner, load_result
+from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 from engine.live import NotShippable, check
-from engine.localize import STEPS as LOCALIZATION_STEPS
-from engine.localize import Localization, localize_file, localize_source
-from engine.localize import localize as run_localization  # not `localize`: that name is the submodule
+from engine.localization.localize import STEPS as LOCALIZATION_STEPS
+from engine.localization.localize import Localization, localize_file, localize_source
+from engine.localization.localize import localize as run_localization  # not `localize`: that name is the submodule
+from engine.localization.probes import ProbeKind, ProbeOutcome, ProbeReport, ProbeStatus, probe_file, run_probes
+from engine.localization.probes import probe_source as probe
 from engine.options import CheckOptions, OptionsError
 from engine.paths import home as data_dir
-from engine.probes import ProbeKind, ProbeOutcome, ProbeReport, ProbeStatus, probe_file, run_probes
-from engine.probes import probe_source as probe
 from engine.result import CheckResult, ErrorInfo, GeneratedCode, Kernel, LeafResult, OutputCode, SeedOutcome
 from engine.runner import Job, Progress, Runner
 from engine.snippet import SnippetError, SnippetStyle, detect_style
-from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 
 __all__ = [
     "LOCALIZATION_STEPS",

@@ -33,9 +33,9 @@ def triton_cpu_runner() -> Runner:
     global _triton
     with _default_lock:
         if _triton is None:
-            from engine.triton_cpu import WORKER_ENV
+            from engine.protocol import TRITON_CPU_WORKER_ENV
 
-            _triton = Runner(env=WORKER_ENV)
+            _triton = Runner(env=TRITON_CPU_WORKER_ENV)
             atexit.register(_triton.close)
         return _triton
 

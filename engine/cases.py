@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.judge.verdicts import Verdict
 from engine.options import CheckOptions
-from engine.verdicts import Verdict
 
 KINDS = ("real-bug", "benign", "precision-cast", "rng", "teaching")
 

@@ -87,7 +87,7 @@ def check(
 def _check_in_process(
     fn: Any, inputs: Any, compile_kwargs: dict[str, Any], options: CheckOptions, run_dir: Path, on_progress: Callable[[Progress], None] | None
 ) -> CheckResult:
-    from engine.execution import run_check
+    from engine.child.execution import run_check
 
     started = time.monotonic()
 

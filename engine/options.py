@@ -9,9 +9,9 @@ from typing import Any, Mapping
 BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 CAST_DTYPES = ("bf16", "fp16")
-# input derivations a probe may ask the worker to apply (engine/derive.py implements them)
+# input derivations a probe may ask the worker to apply (engine/child/derive.py implements them)
 INPUT_PROBES = ("special", "transposed", "noncontiguous", "expanded", "offset", "odd_sizes")
-# localization tasks run in the worker after the check (engine/bisector.py, engine/intermediates.py)
+# localization tasks run in the worker after the check (engine/child/bisect.py, engine/child/intermediates.py)
 LOCALIZE_TASKS = ("bisect", "intermediates")
 
 
@@ -52,7 +52,7 @@ class CheckOptions:
     derive_inputs: str | None = None  # one of INPUT_PROBES: re-derive the inputs (seeded by `seed`) before the check
     calls: int = 1  # call the compiled callable this many times per seed (call k on the inputs of seed+k)
     localize: str | None = None  # one of LOCALIZE_TASKS, run in the worker after the check; writes a side file
-    # compile with Inductor's Triton backend on CPU tensors (see engine.triton_cpu); through the API this
+    # compile with Inductor's Triton backend on CPU tensors (see engine.child.triton_cpu); through the API this
     # adds a second, separate job beside the usual check
     triton_cpu: bool = False
     triton_interpret_max_elements: int = 1 << 16

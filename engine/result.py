@@ -14,8 +14,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 from engine.options import CheckOptions
-from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 
 RESULT_FILE = "result.json"
 ARRAYS_FILE = "arrays.npz"

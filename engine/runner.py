@@ -12,7 +12,6 @@ an ERROR of kind BUSY. Queued time does not count against a check's wall-time li
 from __future__ import annotations
 
 import itertools
-from collections import deque
 import json
 import os
 import signal
@@ -21,15 +20,17 @@ import sys
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from engine.judge.verdicts import ErrorKind, Verdict
 from engine.options import CheckOptions
 from engine.paths import home, inductor_cache_dir, new_run_dir
+from engine.protocol import OUTPUT_LOG, WORKER_MODULE
 from engine.result import RESULT_FILE, CheckResult, ErrorInfo
 from engine.snippet import SnippetError, detect_style
-from engine.verdicts import ErrorKind, Verdict
 
 TAIL_CHARS = 4000
 _READY_TIMEOUT_S = 180.0
@@ -109,7 +110,6 @@ class Job:
         # else: the child is not forked yet; _set_pid kills it the moment the worker reports it
 
     def _watch(self) -> None:
-        from engine.worker import OUTPUT_LOG
 
         limit_bytes = self.options.memory_limit_mb * 1024 * 1024
         output_limit = self.options.max_output_mb * 1024 * 1024
@@ -189,7 +189,6 @@ def error_result(options: CheckOptions, kind: ErrorKind, message: str, tail: str
 
 
 def output_tail(run_dir: Path, chars: int = TAIL_CHARS) -> str:
-    from engine.worker import OUTPUT_LOG
 
     path = run_dir / OUTPUT_LOG
     try:
@@ -219,10 +218,10 @@ def _killpg(pid: int) -> None:
 
 
 def _group_size(pid: int) -> int:
-    return len(_descendants(pid))
+    return len(descendants(pid))
 
 
-def _descendants(pid: int) -> set[int]:
+def descendants(pid: int) -> set[int]:
     """The child and every process below it."""
     pending = [pid]
     seen: set[int] = set()
@@ -246,7 +245,7 @@ def _group_rss(pid: int) -> int:
     Proportional set size, so pages that forked copies still share are counted once, not per copy.
     """
     total = 0
-    for p in _descendants(pid):
+    for p in descendants(pid):
         try:
             with open(f"/proc/{p}/smaps_rollup") as f:
                 for line in f:
@@ -309,7 +308,7 @@ class Runner:
         home().mkdir(parents=True, exist_ok=True)
         log = open(home() / "worker.log", "ab")
         proc = subprocess.Popen(
-            [self.python, "-m", "engine.worker"],
+            [self.python, "-m", WORKER_MODULE],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,

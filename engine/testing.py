@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from engine.judge.verdicts import Verdict
 from engine.live import check
 from engine.result import CheckResult
-from engine.verdicts import Verdict
 
 ACCEPTED = (Verdict.MATCH, Verdict.BENIGN, Verdict.PRECISION_CAST)
 

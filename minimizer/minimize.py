@@ -95,7 +95,7 @@ def minimize(
     stats = Reducer(passes).run(problem)
 
     if use_shrinkray and not stats.budget_exhausted and not stop():
-        _polish_with_shrinkray(problem, oracle, deadline, note, plausible)
+        polish_with_shrinkray(problem, oracle, deadline, note, plausible)
         if (deadline is None or time.monotonic() < deadline) and not stop():
             stats = _merge(stats, Reducer(passes).run(problem))
     if not stats.budget_exhausted and not stop():
@@ -187,7 +187,7 @@ def shrinkray_decider(oracle: DivergenceOracle, plausible: Callable[[str], bool]
     return decide
 
 
-def _polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline: float | None, note: Callable[[str], None],
+def polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline: float | None, note: Callable[[str], None],
                            plausible: Callable[[str], bool] = statically_plausible) -> None:
     from minimizer.shrinkray import find_shrinkray, run_shrinkray
 

@@ -59,7 +59,7 @@ def start_server(home: Path, inductor_cache: Path, log_name: str, extra_env: Map
     env.pop("STREAMLIT_SERVER_ADDRESS", None)
     with open(ARTIFACTS / log_name, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "app.cli.main", "serve", "--port", str(port)],
             cwd=REPO,
             env=env,
             stdout=log,

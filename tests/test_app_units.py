@@ -18,9 +18,9 @@ pytest.importorskip("plotly")
 
 from app import gallery, options_form  # noqa: E402
 from app import heatmap as hm  # noqa: E402
+from app.cli.main import build_parser, serve_command  # noqa: E402
 from app.store import DONE, INTERRUPTED, RUNNING, RunRecord, RunStore, alive, process_identity  # noqa: E402
 from engine import CheckOptions  # noqa: E402
-from engine.cli import build_parser, serve_command  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,7 @@ from tests.conftest import SNIPPETS
 def divergence(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     beside = Path(sys.executable).parent / "divergence"  # the venv's script, also when the venv is not activated
     exe = str(beside) if beside.exists() else shutil.which("divergence")
-    command = [exe] if exe else [sys.executable, "-m", "engine.cli"]
+    command = [exe] if exe else [sys.executable, "-m", "app.cli.main"]
     env = {**os.environ, "DIVERGENCE_HOME": str(home)}
     return subprocess.run([*command, *args], capture_output=True, text=True, env=env, timeout=600)
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from engine import CheckOptions, Runner, Verdict
-from engine.ablation import AblationRow, conclude
-from engine.intermediates import first_diverging_intermediate
-from engine.localize import Localization, localize
-from engine.probes import ProbeKind, ProbeReport, ProbeStatus, run_probes
+from engine.localization.ablation import AblationRow, conclude
+from engine.localization.intermediates import first_diverging_intermediate
+from engine.localization.localize import Localization, localize
+from engine.localization.probes import ProbeKind, ProbeReport, ProbeStatus, run_probes
 
 SNIPPETS = Path(__file__).resolve().parent / "snippets"
 REPO = Path(__file__).resolve().parent.parent
@@ -105,7 +105,7 @@ def test_ladder_conclusions() -> None:
 
 def test_derivations() -> None:
     torch = pytest.importorskip("torch")
-    from engine.derive import NotApplicable, derive, special_values
+    from engine.child.derive import NotApplicable, derive, special_values
 
     x, idx = torch.randn(8, 6), torch.arange(6)
     special = derive("special", (x, idx), seed=3)[0]
@@ -124,7 +124,7 @@ def test_derivations() -> None:
 
 
 def test_cli_parses_probe_and_localize() -> None:
-    from engine.cli import build_parser
+    from app.cli.main import build_parser
 
     args = build_parser().parse_args(["probe", "x.py", "--only", "special,second-call", "--seeds", "2"])
     assert (args.command, args.only, args.seeds) == ("probe", "special,second-call", 2)

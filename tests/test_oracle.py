@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from engine.metrics import bitwise_equal, compare_values, ordered_bits, ulp_distance
-from engine.oracle import judge_values
-from engine.verdicts import Symptom, Verdict
+from engine.judge.metrics import bitwise_equal, compare_values, ordered_bits, ulp_distance
+from engine.judge.oracle import judge_values
+from engine.judge.verdicts import Symptom, Verdict
 
 
 def judge(eager, compiled, ref=None, strict=False, factor=2.0):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from minimizer.minimize import _polish_with_shrinkray
+from minimizer.minimize import polish_with_shrinkray as _polish_with_shrinkray
 from minimizer.reducer import PredicateOracle, Problem
 from minimizer.shrinkray import InstallError, find_python312, install_shrinkray
 
@@ -45,7 +45,7 @@ def shrinkray() -> str:
     if not executable.exists():
         if find_python312() is None:
             pytest.skip("no Python >= 3.12 here to install shrinkray with")
-        done = subprocess.run([sys.executable, "-m", "engine.cli", "install-shrinkray", "--venv", str(VENV)],
+        done = subprocess.run([sys.executable, "-m", "app.cli.main", "install-shrinkray", "--venv", str(VENV)],
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"DIVERGENCE_SHRINKRAY={executable}" in done.stdout

@@ -8,7 +8,7 @@ import pytest
 
 from engine import CheckOptions, ErrorKind, Runner, Verdict
 from engine.api import TRITON_CPU_DIR, with_triton_cpu_pass
-from engine.triton_cpu import WORKER_ENV
+from engine.protocol import TRITON_CPU_WORKER_ENV as WORKER_ENV
 
 pytest.importorskip("triton")
 

@@ -70,8 +70,5 @@ def enable(interpret: bool) -> None:
     config.cpu_backend = "triton"
 
 
-WORKER_ENV = {"TRITON_INTERPRET": "1"}  # for the dedicated worker: set before torch and triton are imported
-
-
 def set_interpret(interpret: bool) -> None:
     os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"

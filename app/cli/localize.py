@@ -23,8 +23,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(sub: Any) -> None:
-    from engine.probes import ProbeKind
-    from engine.localize import STEPS
+    from engine.localization.localize import STEPS
+    from engine.localization.probes import ProbeKind
 
     probe = sub.add_parser("probe", help="re-run a snippet with derived inputs and call patterns, one line per probe")
     _common(probe)
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     if args.command == "probe":
-        from engine.probes import ProbeStatus, probe_file, render
+        from engine.localization.probes import ProbeStatus, probe_file, render
 
         try:
             report = probe_file(args.file, options, kinds=only, directory=args.out, seeds=args.seeds,
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             args.json.write_text(json.dumps(report.to_json(), indent=1))
         return 1 if report.diverging else 2 if any(o.status is ProbeStatus.ERROR for o in report.outcomes) else 0
-    from engine.localize import localize_file, render as render_localization
+    from engine.localization.localize import localize_file
+    from engine.localization.localize import render as render_localization
 
     try:
         loc = localize_file(args.file, options, directory=args.out, steps=only or ("ablation", "bisect", "intermediates"),

@@ -1,10 +1,13 @@
 """The warm worker: a process that imports torch once, then forks one child per check.
 
+This is the far side of the process boundary, started by engine/runner.py as `python -m
+engine.child.worker`; no module of the caller's side imports it, and it imports none of theirs.
+
 Protocol (JSON lines): requests on stdin, events on the original stdout. Each child runs in its own
 process group with resource limits and its output redirected to `output.log` in its run directory,
 so a crash, a hang or a flood of output in user code never reaches the caller.
 
-Run as `python -m engine.worker`; nothing here runs on import.
+Nothing here runs on import.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-OUTPUT_LOG = "output.log"
+from engine.protocol import OUTPUT_LOG
+
 MAX_LOG_BYTES = 256 * 1024 * 1024
 
 
@@ -61,9 +65,9 @@ def _child(request: dict[str, Any], events: _Events) -> None:
 
         import torch
 
-        from engine.execution import internal_error, run_check
+        from engine.child.execution import internal_error, run_check
+        from engine.child.sandbox import confine
         from engine.options import CheckOptions
-        from engine.sandbox import confine
 
         options = CheckOptions.from_json(request["options"])
         cpu = options.device == "cpu" or not torch.cuda.is_available()
@@ -79,6 +83,7 @@ def _child(request: dict[str, Any], events: _Events) -> None:
                 run_dir,
                 lambda stage: events.send(job=job, event="stage", stage=stage, t=time.time()),
                 notes=confinement.notes,
+                after=_localization_step(options, run_dir),
             )
         except BaseException as exc:  # run_check turns user errors into results; anything left is ours
             if os.getpid() == me:  # not a copy that the snippet forked
@@ -91,6 +96,26 @@ def _child(request: dict[str, Any], events: _Events) -> None:
             sys.stderr.flush()
         finally:
             os._exit(status)
+
+
+def _localization_step(options: Any, run_dir: Path) -> Callable[[Any, Any], None] | None:
+    """What a check with `localize` set runs after it, in the same child, so that its state dies with it."""
+    if options.localize is None:
+        return None
+
+    def step(run: Any, result: Any) -> None:
+        from engine.child.execution import inductor_config_patch
+
+        if options.localize == "bisect":
+            from engine.child.bisect import bisect_in_child as localize
+        else:
+            from engine.child.intermediates import localize_in_child as localize
+        run.emit(f"localize: {options.localize}")
+        with inductor_config_patch(options.inductor_config):
+            localize(run, result, run_dir)
+        run.emit("done")
+
+    return step
 
 
 class _Reaper(threading.Thread):
@@ -121,7 +146,7 @@ class _Reaper(threading.Thread):
                 job = self.jobs.pop(pid, None)
             if job is None:
                 continue
-            from engine.sandbox import clean_up
+            from engine.child.sandbox import clean_up
 
             clean_up(pid)  # leftovers of a fork bomb or an orphaned compiler must not outlive the check
             signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
@@ -137,7 +162,7 @@ def main() -> None:
     import torch._dynamo  # noqa: F401  (warm: the children inherit these imports)
     import torch._inductor.compile_fx  # noqa: F401
 
-    import engine.execution  # noqa: F401
+    import engine.child.execution  # noqa: F401
 
     events.send(event="ready", pid=os.getpid(), torch=torch.__version__, import_s=time.time() - started)
     reaper = _Reaper(events)
@@ -157,7 +182,7 @@ def main() -> None:
     # check may outlive it; its run stays without a result and the app marks it interrupted
     with reaper.lock:
         orphans = list(reaper.jobs)
-    from engine.sandbox import clean_up
+    from engine.child.sandbox import clean_up
 
     for pid in orphans:
         clean_up(pid)

@@ -12,10 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from engine.leaves import map_tensors
-
-# the message prefix by which the caller tells "this probe does not apply" from a real error
-NOT_APPLICABLE = "probe not applicable: "
+from engine.child.leaves import map_tensors
 
 
 class NotApplicable(Exception):

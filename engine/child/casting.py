@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from engine.leaves import map_tensors
+from engine.child.leaves import map_tensors
 
 _FP64 = {torch.complex64: torch.complex128, torch.complex32: torch.complex128}
 

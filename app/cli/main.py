@@ -1,28 +1,17 @@
-"""The `divergence` command line."""
+"""The `divergence` command line: the parser, and the check, show, export and serve commands."""
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import shutil
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from app.cli.arguments import config_pair
 from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
 from engine.result import ARRAYS_FILE, CheckResult
-
-
-def _config_pair(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    key, raw = text.split("=", 1)
-    try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        value = raw
-    return key.strip(), value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--mode", choices=MODES)
     check.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
     check.add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None)
-    check.add_argument("--config", type=_config_pair, action="append", default=[], metavar="KEY=VALUE", help="Inductor config override (repeatable)")
+    check.add_argument("--config", type=config_pair, action="append", default=[], metavar="KEY=VALUE", help="Inductor config override (repeatable)")
     check.add_argument("--fallback-random", action="store_true", help="shorthand for --config fallback_random=True")
     check.add_argument("--emulate-precision-casts", action="store_true", help="shorthand for --config emulate_precision_casts=True")
     check.add_argument("--dtype", choices=CAST_DTYPES, help="cast the model and floating inputs")
@@ -61,14 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("run_dir", type=Path)
     export.add_argument("-o", "--out", type=Path, help="output folder (default: RUN_DIR/export)")
 
-    from minimizer.cli import add_arguments as add_minimize_arguments  # light: imports no torch
+    from app.cli.minimize import add_arguments as add_minimize_arguments  # light: imports no torch
 
     add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
     shrinkray = sub.add_parser("install-shrinkray", help="install the minimizer's optional shrinkray polish into a Python 3.12 venv of its own")
     shrinkray.add_argument("--venv", type=Path, help="where (default: shrinkray-venv in the data folder, where the minimizer looks)")
     shrinkray.add_argument("--python", help="a Python >= 3.12 interpreter (default: python3.13/3.12 on PATH, else pyenv's)")
 
-    from engine.localize_cli import add_parsers as add_localize_parsers  # light: imports no torch
+    from app.cli.localize import add_parsers as add_localize_parsers  # light: imports no torch
 
     add_localize_parsers(sub)
 
@@ -147,7 +136,7 @@ def serve_command(args: argparse.Namespace) -> list[str]:
     """The `streamlit run` command line for the app; Streamlit's own STREAMLIT_* settings still apply."""
     import os
 
-    app_main = Path(__file__).resolve().parent.parent / "app" / "main.py"
+    app_main = Path(__file__).resolve().parents[1] / "main.py"
     address = args.address or os.environ.get("STREAMLIT_SERVER_ADDRESS") or "127.0.0.1"
     command = [sys.executable, "-m", "streamlit", "run", str(app_main), "--server.address", address]
     if args.port is not None:
@@ -188,17 +177,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("divergence: interrupted", file=sys.stderr)
             return 130
     if args.command in ("probe", "localize"):
-        from engine.localize_cli import run as run_localize
+        from app.cli.localize import run as run_localize
 
         return run_localize(args)
     if args.command == "serve":
         return _serve(args)
     if args.command == "minimize":
-        from minimizer.cli import run as run_minimize
+        from app.cli.minimize import run as run_minimize
 
         return run_minimize(args)
     if args.command == "install-shrinkray":
-        from minimizer.cli import install_shrinkray_command
+        from app.cli.minimize import install_shrinkray_command
 
         return install_shrinkray_command(args)
     if args.command == "export":

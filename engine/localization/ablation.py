@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from engine.judge.verdicts import Verdict
 from engine.options import CheckOptions
 from engine.runner import Runner
-from engine.verdicts import Verdict
 
 # (label, backend, Inductor config overrides)
 LADDER: tuple[tuple[str, str, dict[str, bool]], ...] = (

@@ -61,7 +61,7 @@ class _DropArtifacts(logging.Filter):
 
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+')
-_ENGINE_DIR = str(Path(__file__).resolve().parent)
+_ENGINE_DIR = str(Path(__file__).resolve().parents[1])  # engine/, not only engine/child/
 
 
 def without_engine_frames(text: str) -> str:

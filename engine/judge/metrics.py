@@ -1,7 +1,7 @@
 """Per-element comparison of an eager tensor, a compiled tensor and an fp64 reference.
 
 Runs inside the worker (it needs torch). Everything it returns is plain numbers plus numpy arrays,
-so the verdict rules in `engine.oracle` stay free of torch.
+so the verdict rules in `engine.judge.oracle` stay free of torch.
 """
 
 from __future__ import annotations

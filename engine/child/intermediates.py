@@ -1,19 +1,8 @@
-"""The first diverging intermediate: which node of the compiled graph first computes a different value.
+"""The child half of the first-diverging-intermediate step (see engine/localization/intermediates.py).
 
-Inductor's intermediate hooks (`generate_intermediate_hooks`) report only buffers that a Triton kernel
-or an extern kernel leaves live; fused C++ kernels on CPU report nothing. So instead every tensor node
-of the graph that Inductor compiles (the ATen graph after AOTAutograd) is made an extra output: the
-compiled code then stores each intermediate from inside the same fused kernels, and a wrapper strips
-the extras before AOTAutograd sees the outputs. The same graph, copied before Inductor touches it, is
-run eagerly node by node with torch.fx.Interpreter on the very inputs the compiled graph received (and
-once more in float64 for the reference); the first node in graph order whose value the oracle calls
-divergent is the report. Its kernel is found in the generated wrapper by the buffer it returns.
-
-Caveat, reported rather than hidden: the extra outputs can change fusion, so the report says whether
-the final output still diverges in the instrumented compile. Caches are off in the child, so an
-instrumented artifact never reaches another check.
-
-`first_diverging_intermediate` is the caller side (no torch); `run_in_worker` runs in the child.
+Runs in the check's own forked child after the check: recompiles the program with every tensor node of
+Inductor's graph exposed as an extra output, runs the same ATen graph eagerly and in float64, and writes
+intermediates.json for the caller side to read.
 """
 
 from __future__ import annotations
@@ -23,88 +12,19 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any
 
+from engine.child.capture import capture_generated_code
+from engine.child.comparison import StageError
+from engine.child.execution import Run, merge_outcomes, run_program, run_repro
+from engine.judge.verdicts import Verdict
+from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport, NodeDiff
 from engine.options import CheckOptions
-from engine.runner import Runner
-from engine.verdicts import Verdict
+from engine.result import CheckResult, OutputCode
+from engine.snippet import SnippetError, SnippetStyle
 
-if TYPE_CHECKING:
-    from engine.execution import _Run
-    from engine.result import CheckResult, OutputCode
-
-INTERMEDIATES_FILE = "intermediates.json"
 _MAX_LISTED = 20
 
-
-@dataclass(frozen=True)
-class NodeDiff:
-    graph: int  # which compiled graph (graph breaks make several)
-    node: str  # FX node name, as in the graph Inductor compiled
-    op: str  # e.g. "aten.floor_divide.default"
-    verdict: Verdict
-    explanation: str
-    mismatches: int = 0
-    numel: int = 0
-    max_ulp: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "verdict": self.verdict.value}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "NodeDiff":
-        return cls(**{**data, "verdict": Verdict(data["verdict"])})
-
-
-@dataclass(frozen=True)
-class IntermediatesReport:
-    status: str  # "found", "none-diverges", "not-divergent", "not-applicable", "failed"
-    explanation: str
-    first: NodeDiff | None = None
-    kernel: str | None = None  # the generated kernel that computes the first diverging node
-    kernel_source: str | None = None
-    output_code_label: str | None = None  # which OutputCode of the run's generated code (e.g. "0_inference")
-    wrapper_line: int | None = None  # 1-based line of the kernel's call in the wrapper
-    anchor: str | None = None  # "kernel-<name>": the generated-code view's anchor for that kernel
-    diverging_nodes: tuple[str, ...] = ()  # in graph order, the first few
-    compared_nodes: int = 0
-    reproduced: bool = False  # the final output still diverges with every intermediate exposed
-    graph_code: str = ""  # the ATen graph that was compared, readable
-    run_dir: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        data = dict(self.__dict__)
-        data["first"] = self.first.to_json() if self.first else None
-        data["diverging_nodes"] = list(self.diverging_nodes)
-        data["notes"] = list(self.notes)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "IntermediatesReport":
-        known = set(cls.__dataclass_fields__)
-        kwargs = {k: v for k, v in data.items() if k in known}
-        kwargs["first"] = NodeDiff.from_json(data["first"]) if data.get("first") else None
-        kwargs["diverging_nodes"] = tuple(data.get("diverging_nodes", ()))
-        kwargs["notes"] = tuple(data.get("notes", ()))
-        return cls(**kwargs)
-
-
-def first_diverging_intermediate(
-    runner: Runner, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None
-) -> IntermediatesReport:
-    """Check the snippet, then localize its first diverging intermediate in the same child."""
-    opts = (options or CheckOptions()).replace(localize="intermediates", seeds=1, recheck_precision_casts=False)
-    result = runner.check(source, opts, filename, run_dir)
-    assert result.run_dir is not None
-    path = Path(result.run_dir) / INTERMEDIATES_FILE
-    if path.exists():
-        report = IntermediatesReport.from_json(json.loads(path.read_text()))
-        return IntermediatesReport(**{**report.__dict__, "run_dir": result.run_dir})
-    return IntermediatesReport("failed", result.explanation if result.verdict is Verdict.ERROR else "no result was written (see output.log)", run_dir=result.run_dir)
-
-
-# ---------------------------------------------------------------- in the worker child
 
 
 @dataclass
@@ -120,7 +40,7 @@ class _Graph:
     values: list[Any] | None = None
 
 
-def run_in_worker(run: "_Run", result: "CheckResult", run_dir: Path) -> None:
+def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     out = run_dir / INTERMEDIATES_FILE
     targets = {l.name for l in result.leaves if l.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
     if not targets:
@@ -135,16 +55,12 @@ def run_in_worker(run: "_Run", result: "CheckResult", run_dir: Path) -> None:
     out.write_text(json.dumps(report.to_json()))
 
 
-def _localize(run: "_Run", targets: set[str]) -> IntermediatesReport:
+def _localize(run: Run, targets: set[str]) -> IntermediatesReport:
     import torch
     import torch._dynamo
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
-    from engine.capture import capture_generated_code
-    from engine.comparison import StageError
-    from engine.execution import _merge, _run_program, _run_repro
-    from engine.snippet import SnippetError, SnippetStyle
 
     graphs: list[_Graph] = []
     backend = _instrumenting_backend(graphs)
@@ -169,9 +85,9 @@ def _localize(run: "_Run", targets: set[str]) -> IntermediatesReport:
         with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False), capture_generated_code(None) as captured:
             try:
                 if run.style is SnippetStyle.REPRO:
-                    outcomes = _run_repro(run, seed, settings)
+                    outcomes = run_repro(run, seed, settings)
                 else:
-                    outcomes = _run_program(run, [seed], settings)[0][1]
+                    outcomes = run_program(run, [seed], settings)[0][1]
             finally:
                 code = captured.result()
     except _NotApplicable as exc:
@@ -184,7 +100,7 @@ def _localize(run: "_Run", targets: set[str]) -> IntermediatesReport:
     finally:
         torch.compile = real_compile  # type: ignore[assignment]
         torch._dynamo.reset()
-    leaves = _merge(outcomes)[0]
+    leaves = merge_outcomes(outcomes)[0]
     reproduced = any(l.name in targets and l.verdict is Verdict.DIVERGENT for l in leaves)
     if not graphs:
         return IntermediatesReport("not-applicable", "Inductor compiled no graph (the program ran without a compiled region)", reproduced=reproduced)
@@ -294,9 +210,9 @@ def _op_name(target: Any) -> str:
 def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list[str]) -> tuple[list[NodeDiff], int]:
     import torch
 
-    from engine import oracle
-    from engine.casting import to_fp64_tensor
-    from engine.metrics import compare_values
+    from engine.child.casting import to_fp64_tensor
+    from engine.judge import oracle
+    from engine.judge.metrics import compare_values
 
     eager = _interpret(graph.reference, graph.inputs or [])
     try:
@@ -346,7 +262,7 @@ _CALL = re.compile(r"^\s*(?:\w+\s*=\s*)?(?P<name>[\w.]+?)(?:\.run)?\((?P<args>.*
 _SKIP_CALLS = ("empty_strided", "empty_strided_cpu", "empty_strided_cuda", "assert_size_stride", "reinterpret_tensor", "torch.", "del", "assert_alignment")
 
 
-def _kernel_for(output_code: "tuple[OutputCode, ...]", graphs: list[_Graph], first: NodeDiff) -> tuple[str | None, str | None, str | None, int | None]:
+def _kernel_for(output_code: tuple[OutputCode, ...], graphs: list[_Graph], first: NodeDiff) -> tuple[str | None, str | None, str | None, int | None]:
     """(output code label, kernel name, kernel source, wrapper line) of the kernel that stores the node."""
     if first.graph >= len(output_code):
         return None, None, None, None

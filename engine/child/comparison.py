@@ -14,11 +14,12 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from engine import casting, oracle
-from engine.leaves import UnsupportedOutput, flatten, map_tensors, tensors_of
-from engine.metrics import LOW_PRECISION, bitwise_equal, compare_values
+from engine.child import casting
+from engine.child.leaves import UnsupportedOutput, flatten, map_tensors, tensors_of
+from engine.judge import oracle
+from engine.judge.metrics import LOW_PRECISION, bitwise_equal, compare_values
+from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 from engine.result import LeafResult
-from engine.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 
 
 class StageError(BaseException):

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from engine.ablation import AblationReport, ablate
-from engine.bisector import BisectReport, bisect
-from engine.intermediates import IntermediatesReport, first_diverging_intermediate
+from engine.localization.ablation import AblationReport, ablate
+from engine.localization.bisector import bisect
+from engine.localization.intermediates import first_diverging_intermediate
+from engine.localization.reports import BisectReport, IntermediatesReport
 from engine.options import CheckOptions
 from engine.runner import Runner
 

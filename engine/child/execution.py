@@ -18,20 +18,21 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
-from engine import casting, oracle
-from engine.capture import capture_generated_code
-from engine.comparison import CallOutcome, CallSettings, StageError, compare_call, seed_everything, stage_error
+from engine.child import casting
+from engine.child.capture import capture_generated_code
+from engine.child.comparison import CallOutcome, CallSettings, StageError, compare_call, seed_everything, stage_error
+from engine.judge import oracle
+from engine.judge.verdicts import ErrorKind, Verdict, worst
 from engine.options import CheckOptions
 from engine.result import ARRAYS_FILE, TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
 from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
-from engine.verdicts import ErrorKind, Verdict, worst
 
 _CAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 Emit = Callable[[str], None]
 
 
 @dataclasses.dataclass
-class _Run:
+class Run:
     """The mutable bookkeeping of one check."""
 
     options: CheckOptions
@@ -77,12 +78,14 @@ def run_check(
     emit: Emit,
     namespace: dict[str, Any] | None = None,
     notes: tuple[str, ...] = (),
+    after: Callable[[Run, CheckResult], None] | None = None,
 ) -> CheckResult:
     """Check a snippet and write result.json and arrays.npz into run_dir. Never raises for user errors.
 
     `namespace` replaces executing the source (the explicit in-process mode of `engine.check`).
+    `after` runs once the result is saved, in the same process and state (a localization step).
     """
-    run = _Run(options, source, filename, emit, namespace=namespace, trace_dir=run_dir / TRACE_DIR if options.trace else None)
+    run = Run(options, source, filename, emit, namespace=namespace, trace_dir=run_dir / TRACE_DIR if options.trace else None)
     run.notes.extend(notes)
     run.emit("loading")
     code = GeneratedCode()
@@ -91,7 +94,7 @@ def run_check(
         run.device = _pick_device(options)
         if options.triton_cpu:
             _enable_triton_cpu(run)
-        with _inductor_config(options.inductor_config):
+        with inductor_config_patch(options.inductor_config):
             outcomes, code = _check_all_seeds(run)
             leaves, seeds, arrays = _pick_worst_seed(outcomes)
             if _wants_precision_recheck(options, outcomes, leaves):
@@ -124,30 +127,17 @@ def run_check(
     )
     run.guard_fork()
     result.save(run_dir)
-    if options.localize is not None:
-        _localize(run, result, run_dir)
+    if after is not None and result.verdict is not Verdict.ERROR:  # nothing to localize in an error
+        after(run, result)
     return result
 
 
-def _localize(run: _Run, result: CheckResult, run_dir: Path) -> None:
-    """A localization task after the check (its own child, so its state dies with it); writes a side file."""
-    if result.verdict is Verdict.ERROR:  # nothing to localize, and the side file's absence says so
-        return
-    if run.options.localize == "bisect":
-        from engine.bisector import run_in_worker
-    else:
-        from engine.intermediates import run_in_worker  # type: ignore[assignment]
-    run.emit(f"localize: {run.options.localize}")
-    with _inductor_config(run.options.inductor_config):
-        run_in_worker(run, result, run_dir)
-    run.emit("done")
-
-
-def _derived(run: _Run, args: Any, seed: int) -> Any:
+def _derived(run: Run, args: Any, seed: int) -> Any:
     """A probe's inputs: the snippet's own, re-derived (special values, layouts, sizes) from `seed`."""
     if run.options.derive_inputs is None:
         return args
-    from engine.derive import NOT_APPLICABLE, NotApplicable, derive
+    from engine.child.derive import NotApplicable, derive
+    from engine.protocol import NOT_APPLICABLE
 
     try:
         return derive(run.options.derive_inputs, args, seed)
@@ -155,7 +145,7 @@ def _derived(run: _Run, args: Any, seed: int) -> Any:
         raise StageError(ErrorKind.OPTIONS, NOT_APPLICABLE + str(exc)) from None
 
 
-def _compare_calls(run: _Run, fn: Any, compiled: Any, args: Any, make_inputs: Callable[[], Any], seed: int, dtype: Any, settings: CallSettings) -> list[CallOutcome]:
+def _compare_calls(run: Run, fn: Any, compiled: Any, args: Any, make_inputs: Callable[[], Any], seed: int, dtype: Any, settings: CallSettings) -> list[CallOutcome]:
     """Call 0 on `args`; with `calls` > 1, call k on the inputs of seed + k, the compiled callable and any
     state it changed carried over: guards, caches and mutated state only show on a re-execution."""
     calls = run.options.calls
@@ -177,8 +167,8 @@ class _OptionsProblem(Exception):
     pass
 
 
-def _enable_triton_cpu(run: _Run) -> None:
-    from engine import triton_cpu
+def _enable_triton_cpu(run: Run) -> None:
+    from engine.child import triton_cpu
 
     reason = triton_cpu.unavailable_reason()
     if reason is not None:
@@ -188,10 +178,10 @@ def _enable_triton_cpu(run: _Run) -> None:
     run.compiled_failure = "Triton's interpreter could not run the generated kernels (their source is kept)"
 
 
-def _interpreter_fits(run: _Run, args: Any, settings: CallSettings) -> None:
+def _interpreter_fits(run: Run, args: Any, settings: CallSettings) -> None:
     """The interpreter takes seconds per small kernel: above the size limit, generate the source only."""
-    from engine import triton_cpu
-    from engine.leaves import tensors_of
+    from engine.child import triton_cpu
+    from engine.child.leaves import tensors_of
 
     total = sum(t.numel() for _, t in tensors_of(args, "args"))
     limit = run.options.triton_interpret_max_elements
@@ -208,7 +198,7 @@ def _pick_device(options: CheckOptions) -> str:
 
 
 @contextlib.contextmanager
-def _inductor_config(overrides: Any) -> Iterator[None]:
+def inductor_config_patch(overrides: Any) -> Iterator[None]:
     import torch._inductor.config as inductor_config
 
     patch = inductor_config.patch(dict(overrides))
@@ -222,21 +212,21 @@ def _inductor_config(overrides: Any) -> Iterator[None]:
         patch.__exit__(None, None, None)
 
 
-def _check_all_seeds(run: _Run) -> tuple[list[tuple[int, list[CallOutcome]]], GeneratedCode]:
+def _check_all_seeds(run: Run) -> tuple[list[tuple[int, list[CallOutcome]]], GeneratedCode]:
     settings = run.settings()
     seeds = [run.options.seed + i for i in range(run.options.seeds)]
     with capture_generated_code(run.trace_dir) as captured:
         try:
             if run.style is SnippetStyle.REPRO:
-                outcomes = [(seed, _run_repro(run, seed, settings)) for seed in seeds]
+                outcomes = [(seed, run_repro(run, seed, settings)) for seed in seeds]
             else:
-                outcomes = _run_program(run, seeds, settings)
+                outcomes = run_program(run, seeds, settings)
         finally:
             run.code = captured.result()
     return outcomes, run.code
 
 
-def _load_namespace(run: _Run, seed: int, as_main: bool) -> dict[str, Any]:
+def _load_namespace(run: Run, seed: int, as_main: bool) -> dict[str, Any]:
     if run.namespace is not None:
         return run.namespace
     seed_everything(seed)
@@ -248,7 +238,7 @@ def _load_namespace(run: _Run, seed: int, as_main: bool) -> dict[str, Any]:
         raise stage_error(ErrorKind.SNIPPET, exc, "the snippet raised while loading") from None
 
 
-def _run_program(run: _Run, seeds: list[int], settings: CallSettings) -> list[tuple[int, list[CallOutcome]]]:
+def run_program(run: Run, seeds: list[int], settings: CallSettings) -> list[tuple[int, list[CallOutcome]]]:
     """fn-inputs and KernelBench styles: compile once, call once per seed."""
     assert run.style is not None
     ns = _load_namespace(run, seeds[0], as_main=False)
@@ -286,7 +276,7 @@ def _run_program(run: _Run, seeds: list[int], settings: CallSettings) -> list[tu
     return results
 
 
-def _run_repro(run: _Run, seed: int, settings: CallSettings) -> list[CallOutcome]:
+def run_repro(run: Run, seed: int, settings: CallSettings) -> list[CallOutcome]:
     """A verbatim repro: run the script with torch.compile intercepted; every compiled call is compared."""
     outcomes: list[CallOutcome] = []
     real_compile = torch.compile
@@ -342,7 +332,7 @@ class _CheckedCallable:
         return getattr(self.__dict__["_compiled"], name)
 
 
-def _merge(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[str, dict[str, np.ndarray]], bool]:
+def merge_outcomes(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[str, dict[str, np.ndarray]], bool]:
     leaves: list[LeafResult] = []
     arrays: dict[str, dict[str, np.ndarray]] = {}
     low = False
@@ -357,7 +347,7 @@ def _pick_worst_seed(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[lis
     seeds: list[SeedOutcome] = []
     best: tuple[int, list[LeafResult], dict[str, dict[str, np.ndarray]]] | None = None
     for seed, calls in outcomes:
-        leaves, arrays, _ = _merge(calls)
+        leaves, arrays, _ = merge_outcomes(calls)
         verdict = worst([l.verdict for l in leaves])
         seeds.append(SeedOutcome(seed, verdict, oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])))
         if best is None or verdict.severity > best[0]:
@@ -389,7 +379,7 @@ def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, li
     return any(l.verdict is Verdict.DIVERGENT for l in value_leaves) or (low and any(l.verdict is Verdict.BENIGN for l in value_leaves))
 
 
-def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutcome]) -> list[LeafResult]:
+def _precision_recheck(run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome]) -> list[LeafResult]:
     """Re-run the worst seed with emulate_precision_casts=True; leaves it fixes are precision-cast."""
     import torch._dynamo
     import torch._inductor.config as inductor_config
@@ -401,13 +391,13 @@ def _precision_recheck(run: _Run, leaves: list[LeafResult], seeds: list[SeedOutc
     try:
         with inductor_config.patch(emulate_precision_casts=True):
             if run.style is SnippetStyle.REPRO:
-                calls = _run_repro(run, worst_seed, settings)
+                calls = run_repro(run, worst_seed, settings)
             else:
-                calls = _run_program(run, [worst_seed], settings)[0][1]
+                calls = run_program(run, [worst_seed], settings)[0][1]
     except (StageError, SnippetError) as exc:
         run.notes.append(f"precision-cast recheck failed: {str(exc)[:200]}")
         return leaves
-    rechecked = {l.name: l for l in _merge(calls)[0]}
+    rechecked = {l.name: l for l in merge_outcomes(calls)[0]}
     updated = []
     for leaf in leaves:
         again = rechecked.get(leaf.name)
@@ -437,7 +427,7 @@ def _save_arrays(run_dir: Path, arrays: dict[str, dict[str, np.ndarray]], leaves
         tmp.replace(run_dir / ARRAYS_FILE)
 
 
-def _finish_error(run: _Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode) -> CheckResult:
+def _finish_error(run: Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode) -> CheckResult:
     run.emit("done")
     result = CheckResult(
         verdict=Verdict.ERROR,

@@ -18,15 +18,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from engine.judge.verdicts import ErrorKind, Verdict
 from engine.options import CheckOptions
 from engine.paths import new_run_dir
+from engine.protocol import NOT_APPLICABLE
 from engine.result import CheckResult
 from engine.runner import Job, Runner
 from engine.snippet import SnippetError, SnippetStyle, detect_style
-from engine.verdicts import ErrorKind, Verdict
 
 PROBES_FILE = "probes.json"
-NOT_APPLICABLE = "probe not applicable: "  # engine.derive's prefix (kept here so this side needs no torch)
 
 
 class ProbeKind(str, Enum):

@@ -1,4 +1,4 @@
-"""`divergence minimize FILE -o repro.py`: the command-line face of the minimizer (wired in engine.cli)."""
+"""`divergence minimize FILE -o repro.py` and `divergence install-shrinkray`: the minimizer from the command line."""
 
 from __future__ import annotations
 
@@ -6,15 +6,9 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
+from app.cli.arguments import config_pair
 from engine.options import BACKENDS, CAST_DTYPES, CheckOptions, OptionsError
-
-
-def _config_pair(text: str) -> tuple[str, Any]:
-    from engine.cli import _config_pair as parse
-
-    return parse(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-graph", dest="graph", action="store_false", help="skip the Dynamo-graph rewrite")
     parser.add_argument("--device", choices=("cpu", "cuda"))
     parser.add_argument("--backend", choices=BACKENDS)
-    parser.add_argument("--config", type=_config_pair, action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--config", type=config_pair, action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--dtype", choices=CAST_DTYPES)
     parser.add_argument("--strict", action="store_true")
     parser.add_argument("--timeout", type=float, default=120.0, help="per-candidate wall-time limit (default %(default)s)")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.metrics import ValueMetrics
-from engine.verdicts import Symptom, Verdict
+from engine.judge.metrics import ValueMetrics
+from engine.judge.verdicts import Symptom, Verdict
 
 
 @dataclass(frozen=True)

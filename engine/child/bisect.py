@@ -1,0 +1,72 @@
+"""The child half of the CompilerBisector step: bisect the divergent leaves of the check just made.
+
+Runs in the check's own forked child after the check (see engine/localization/bisector.py for why the
+bisector must never run anywhere else), and writes bisect.json for the caller side to read.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from engine.child.comparison import StageError
+from engine.child.execution import Run, merge_outcomes, run_program, run_repro
+from engine.judge.verdicts import Verdict
+from engine.localization.reports import BISECT_FILE, BISECT_STATE_DIR, BisectReport, explain
+from engine.result import CheckResult
+from engine.snippet import SnippetError, SnippetStyle
+
+
+def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
+    """Runs in the check's child: bisect the leaves that diverged, write bisect.json."""
+    import torch
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compiler_bisector import CompilerBisector
+
+
+    targets = {l.name for l in result.leaves if l.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
+    out = run_dir / BISECT_FILE
+    if not targets:
+        out.write_text(json.dumps(BisectReport("not-divergent", explanation=f"nothing to bisect: {result.verdict.value}").to_json()))
+        return
+    seed = max(result.seeds, key=lambda s: s.verdict.severity).seed if result.seeds else run.options.seed
+    calls = [0]
+    errors: list[str] = []
+
+    def good() -> bool:
+        calls[0] += 1
+        torch._dynamo.reset()
+        settings = run.settings()
+        try:
+            outcomes = run_repro(run, seed, settings) if run.style is SnippetStyle.REPRO else run_program(run, [seed], settings)[0][1]
+        except (StageError, SnippetError) as exc:  # a configuration that cannot run is not "good"
+            errors.append(str(exc)[:200])
+            return False
+        leaves = merge_outcomes(outcomes)[0]
+        return not any(l.name in targets and l.verdict is Verdict.DIVERGENT for l in leaves)
+
+    started = time.monotonic()
+    # the bisector's state lives in this run's directory, never in the shared Inductor cache
+    CompilerBisector.in_process_cache = str(run_dir / BISECT_STATE_DIR)
+    # cache hits would skip the compile stages whose applications the bisector counts
+    with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False):
+        try:
+            found = CompilerBisector.do_bisect(good)
+        except Exception as exc:  # the bisector itself failed: say so, the check result stands
+            report = BisectReport("failed", predicate_calls=calls[0], predicate_errors=len(errors), seconds=time.monotonic() - started, explanation=f"the bisector raised {type(exc).__name__}: {exc}")
+            out.write_text(json.dumps(report.to_json()))
+            return
+    torch._dynamo.reset()
+    if found is None:
+        report = BisectReport("no-culprit", predicate_calls=calls[0], predicate_errors=len(errors), seconds=time.monotonic() - started, explanation=explain(None, None, None, None))
+    else:
+        number = found.bisect_number if found.bisect_number is not None else None
+        info = str(found.debug_info) if found.debug_info else None
+        report = BisectReport(
+            "found", found.backend, found.subsystem or None, number, info, calls[0], len(errors), time.monotonic() - started,
+            explain(found.backend, found.subsystem, number, info),
+        )
+    out.write_text(json.dumps(report.to_json()))

@@ -1,0 +1,106 @@
+"""What the localization steps that run in a worker child report: plain records, shared by both sides.
+
+The child half of a step (engine/child/bisect.py, engine/child/intermediates.py) writes one of these as
+JSON into the run directory; the caller half (engine/localization/) reads it back. No torch here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from engine.judge.verdicts import Verdict
+
+BISECT_FILE = "bisect.json"
+BISECT_STATE_DIR = "bisector-state"  # the CompilerBisector's state files, inside the bisecting run's directory
+INTERMEDIATES_FILE = "intermediates.json"
+
+
+@dataclass(frozen=True)
+class BisectReport:
+    status: str  # "found", "no-culprit" (every backend good), "not-divergent", "failed"
+    backend: str | None = None
+    subsystem: str | None = None
+    bisect_number: int | None = None
+    debug_info: str | None = None  # for lowerings: the op whose lowering is at fault
+    predicate_calls: int = 0
+    predicate_errors: int = 0
+    seconds: float = 0.0
+    explanation: str = ""
+    run_dir: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "BisectReport":
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+
+def explain(backend: str | None, subsystem: str | None, number: int | None, info: str | None) -> str:
+    if backend is None:
+        return "every backend the bisector tries reproduces eager's result"
+    where = f"the divergence first appears with backend {backend}"
+    if not subsystem:
+        return where + " (no subsystem of it could be isolated)"
+    if subsystem == "lowerings":
+        return f"{where}; subsystem lowerings: the lowering of {info or '?'} (application #{number}) is at fault"
+    if number:
+        return f"{where}; subsystem {subsystem}: application #{number}{f' ({info})' if info else ''} is at fault"
+    return f"{where}; subsystem {subsystem} ({info or 'a config change'}) removes it"
+
+
+
+@dataclass(frozen=True)
+class NodeDiff:
+    graph: int  # which compiled graph (graph breaks make several)
+    node: str  # FX node name, as in the graph Inductor compiled
+    op: str  # e.g. "aten.floor_divide.default"
+    verdict: Verdict
+    explanation: str
+    mismatches: int = 0
+    numel: int = 0
+    max_ulp: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "verdict": self.verdict.value}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "NodeDiff":
+        return cls(**{**data, "verdict": Verdict(data["verdict"])})
+
+
+@dataclass(frozen=True)
+class IntermediatesReport:
+    status: str  # "found", "none-diverges", "not-divergent", "not-applicable", "failed"
+    explanation: str
+    first: NodeDiff | None = None
+    kernel: str | None = None  # the generated kernel that computes the first diverging node
+    kernel_source: str | None = None
+    output_code_label: str | None = None  # which OutputCode of the run's generated code (e.g. "0_inference")
+    wrapper_line: int | None = None  # 1-based line of the kernel's call in the wrapper
+    anchor: str | None = None  # "kernel-<name>": the generated-code view's anchor for that kernel
+    diverging_nodes: tuple[str, ...] = ()  # in graph order, the first few
+    compared_nodes: int = 0
+    reproduced: bool = False  # the final output still diverges with every intermediate exposed
+    graph_code: str = ""  # the ATen graph that was compared, readable
+    run_dir: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["first"] = self.first.to_json() if self.first else None
+        data["diverging_nodes"] = list(self.diverging_nodes)
+        data["notes"] = list(self.notes)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "IntermediatesReport":
+        known = set(cls.__dataclass_fields__)
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["first"] = NodeDiff.from_json(data["first"]) if data.get("first") else None
+        kwargs["diverging_nodes"] = tuple(data.get("diverging_nodes", ()))
+        kwargs["notes"] = tuple(data.get("notes", ()))
+        return cls(**kwargs)
