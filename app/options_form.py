@@ -36,6 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "opt_emulate_precision_casts": False,
     "opt_fp64": True,
     "opt_recheck": True,
+    "opt_recheck_random": True,
     "opt_factor": 2.0,
     "opt_timeout": 300.0,
     "opt_config": "",
@@ -69,6 +70,7 @@ def widget_values(options: CheckOptions) -> dict[str, Any]:
         **flags,
         "opt_fp64": bool(options.fp64_reference),
         "opt_recheck": bool(options.recheck_precision_casts),
+        "opt_recheck_random": bool(options.recheck_random),
         "opt_factor": float(options.benign_factor),
         "opt_timeout": float(options.timeout_s),
         "opt_config": "\n".join(f"{k}={v!r}" for k, v in config.items()),
@@ -128,6 +130,7 @@ def options_from_state(state: MutableMapping[str, Any]) -> CheckOptions:
         strict=bool(state["opt_strict"]),
         fp64_reference=bool(state["opt_fp64"]),
         recheck_precision_casts=bool(state["opt_recheck"]),
+        recheck_random=bool(state["opt_recheck_random"]),
         benign_factor=float(state["opt_factor"]),
         timeout_s=float(state["opt_timeout"]),
         triton_cpu=bool(state["opt_triton_cpu"]),
@@ -160,6 +163,7 @@ def render() -> None:
         st.selectbox("Fullgraph", TRISTATE, key="opt_fullgraph")
         st.checkbox("fp64 reference", key="opt_fp64")
         st.checkbox("Re-check low-precision drift with emulate_precision_casts", key="opt_recheck")
+        st.checkbox("Re-check a program that draws random numbers with fallback_random", key="opt_recheck_random")
         st.number_input("Benign factor", min_value=1.0, step=0.5, key="opt_factor", help="how much further from fp64 than eager compiled may be and stay benign")
         st.number_input("Timeout (s)", min_value=5.0, step=30.0, key="opt_timeout")
         st.text_area("Other Inductor config (KEY=VALUE per line)", key="opt_config", height=80)

@@ -22,11 +22,12 @@ BANNER = {
     Verdict.MATCH: st.success,
     Verdict.BENIGN: st.success,
     Verdict.PRECISION_CAST: st.warning,
+    Verdict.RNG: st.warning,
     Verdict.DIVERGENT: st.error,
     Verdict.ERROR: st.error,
 }
 # colored text, not emoji: a browser without an emoji font (CI's chromium) draws emoji as empty boxes
-ICON = {"match": ":green[●]", "benign": ":green[●]", "precision-cast": ":orange[●]", "divergent": ":red[●]", "error": ":red[▲]", None: ":gray[○]"}
+ICON = {"match": ":green[●]", "benign": ":green[●]", "precision-cast": ":orange[●]", "rng": ":violet[●]", "divergent": ":red[●]", "error": ":red[▲]", None: ":gray[○]"}
 
 
 def fmt(x: float | None) -> str:

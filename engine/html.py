@@ -11,7 +11,7 @@ import numpy as np
 if TYPE_CHECKING:  # only for annotations: engine.result imports this module to render itself
     from engine.result import CheckResult, LeafResult
 
-_COLOURS = {"match": "#2e7d32", "benign": "#558b2f", "precision-cast": "#f9a825", "divergent": "#c62828", "error": "#6a1b9a"}
+_COLOURS = {"match": "#2e7d32", "benign": "#558b2f", "precision-cast": "#f9a825", "rng": "#7e57c2", "divergent": "#c62828", "error": "#6a1b9a"}
 _ROWS, _COLS = 12, 48
 
 

@@ -39,6 +39,7 @@ class CheckOptions:
     strict: bool = False
     fp64_reference: bool = True
     recheck_precision_casts: bool = True
+    recheck_random: bool = True  # values that differ where the program draws random numbers: re-check with fallback_random
     # compiled may be this many times further from the fp64 reference than eager and still be benign
     benign_factor: float = 2.0
     # ...plus this many ULPs of the output's magnitude (RMS or max of the reference): summation-order noise

@@ -42,10 +42,26 @@ def test_precision_cast_verdict_from_a_bf16_chain(check):
     assert "emulate_precision_casts=True it is bit-identical" in r.leaf("out").explanation
 
 
-def test_rng_divergence_vanishes_with_fallback_random(check):
+def test_dropout_in_training_mode_is_rng_and_matches_with_fallback_random(check):
     r = check("dropout_rng")
-    assert r.verdict is Verdict.DIVERGENT and r.leaf("out").symptoms == (Symptom.VALUE,)
+    assert r.verdict is Verdict.RNG and r.exit_code == 0 and r.leaf("out").mismatches > 1000
+    assert "fallback_random=True it is bit-identical" in r.leaf("out").explanation and "Inductor's own generator" in r.explanation
     assert check("dropout_rng", inductor_config={"fallback_random": True}).verdict is Verdict.MATCH
+
+
+def test_a_draw_whose_stream_depends_on_dtype_is_rng_not_benign(check):
+    # rand_like draws other numbers in float64 than in float32, so the fp64 reference is as far from eager as
+    # compiled is: the three-way rule alone calls this benign (the CPU analogue of dropout on CUDA)
+    snippet = "import torch\ndef fn(x):\n    return x * 2 + torch.rand_like(x)\ndef inputs():\n    return (torch.randn(64, 64),)\n"
+    assert check(snippet, recheck_random=False).verdict is Verdict.BENIGN
+    assert check(snippet).verdict is Verdict.RNG
+
+
+def test_a_bug_behind_a_random_draw_stays_divergent(check):
+    r = check("rng_floor_divide")
+    leaf = r.leaf("out")
+    assert r.verdict is Verdict.DIVERGENT and leaf.symptoms == (Symptom.VALUE,)
+    assert "still divergent with fallback_random=True" in leaf.explanation
 
 
 def test_one_ulp_fault_is_shown_by_default_and_divergent_when_strict(check):

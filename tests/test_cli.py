@@ -22,7 +22,7 @@ def divergence(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 def test_check_writes_json_and_exits_by_verdict(tmp_path, inductor_cache):
     out = tmp_path / "result.json"
-    done = divergence("check", str(SNIPPETS / "dropout_rng.py"), "--json", str(out), home=tmp_path)
+    done = divergence("check", str(SNIPPETS / "rng_floor_divide.py"), "--json", str(out), home=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "VERDICT: DIVERGENT" in done.stdout and "max ULP" in done.stdout
     assert "compiling" in done.stderr  # live progress
@@ -32,8 +32,9 @@ def test_check_writes_json_and_exits_by_verdict(tmp_path, inductor_cache):
     assert {"name", "verdict", "max_abs", "max_ulp", "mismatches"} <= set(leaf) and leaf["mismatches"] > 0
     assert (tmp_path / data["arrays_file"]).exists()
 
-    fixed = divergence("check", str(SNIPPETS / "dropout_rng.py"), "--fallback-random", "-q", home=tmp_path)
-    assert fixed.returncode == 0 and "VERDICT: MATCH" in fixed.stdout
+    rng = divergence("check", str(SNIPPETS / "dropout_rng.py"), "-q", "--json", str(out), home=tmp_path)
+    assert rng.returncode == 0 and "VERDICT: RNG" in rng.stdout  # a named mechanism, not a divergence
+    assert json.loads(out.read_text())["leaves"][0]["verdict"] == "rng"
 
 
 def test_error_exits_2_with_the_reason(tmp_path):

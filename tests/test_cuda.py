@@ -19,6 +19,7 @@ def test_bf16_chain_is_a_precision_cast_on_cuda(check):
     assert check("bf16_chain", device="cuda").verdict in (Verdict.PRECISION_CAST, Verdict.MATCH)
 
 
-def test_rng_divergence_is_found_on_cuda(check):
-    assert check("dropout_rng", device="cuda").verdict is Verdict.DIVERGENT
+def test_rng_divergence_is_named_on_cuda(check):
+    # unmeasured: on torch 2.11 CUDA (H200) this was `benign` before the rng re-check existed
+    assert check("dropout_rng", device="cuda").verdict is Verdict.RNG
     assert check("dropout_rng", device="cuda", inductor_config={"fallback_random": True}).verdict is Verdict.MATCH

@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--strict", action="store_true", help="bit-exact: any difference is divergent")
     check.add_argument("--no-fp64", dest="fp64", action="store_false", help="skip the fp64 reference run")
     check.add_argument("--no-precision-recheck", dest="recheck", action="store_false", help="do not re-check low-precision drift with emulate_precision_casts")
+    check.add_argument("--no-rng-recheck", dest="recheck_random", action="store_false", help="do not re-check values of a program that draws random numbers with fallback_random")
     check.add_argument("--factor", type=float, default=CheckOptions.benign_factor, help="how much further from fp64 than eager compiled may be and stay benign (default %(default)s)")
     check.add_argument("--noise-ulps", type=float, default=CheckOptions.noise_ulps, help="...plus this many ULPs of the output's magnitude (default %(default)s)")
     check.add_argument("--timeout", type=float, default=CheckOptions.timeout_s, help="wall-time limit in seconds (default %(default)s)")
@@ -88,6 +89,7 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
         strict=args.strict,
         fp64_reference=args.fp64,
         recheck_precision_casts=args.recheck,
+        recheck_random=args.recheck_random,
         benign_factor=args.factor,
         noise_ulps=args.noise_ulps,
         triton_cpu=args.triton_cpu,

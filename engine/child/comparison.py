@@ -66,6 +66,20 @@ class CallOutcome:
     leaves: list[LeafResult]
     arrays: dict[str, dict[str, np.ndarray]]  # leaf name -> arrays
     low_precision: bool
+    drew_random: bool = False  # eager's call advanced the default generator: the program draws random numbers
+
+
+def rng_states() -> list[torch.Tensor]:
+    """The default generators' states (CPU, and CUDA once initialised): a draw changes them."""
+    states = [torch.default_generator.get_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states.extend(torch.cuda.get_rng_state_all())
+    return states
+
+
+def _drew(before: list[torch.Tensor]) -> bool:
+    after = rng_states()
+    return len(after) != len(before) or any(not torch.equal(a, b) for a, b in zip(after, before))
 
 
 def seed_everything(seed: int) -> None:
@@ -99,8 +113,10 @@ def compare_call(
     if settings.backward:
         e_args, e_kwargs = _requiring_grad((e_args, e_kwargs))
     seed_everything(seed)
+    seeded = rng_states()
     try:
         e_out = eager_fn(*e_args, **e_kwargs)
+        drew_random = _drew(seeded)
         e_state = casting.snapshot(casting.module_state(modules))
         e_grads = _backward(e_out, (e_args, e_kwargs), casting.module_state(modules), seed) if settings.backward else {}
     except StageError:
@@ -155,7 +171,7 @@ def compare_call(
     builder.state(saved, e_state, c_state, r_state)
     if settings.backward:
         builder.gradients(e_grads, c_grads, r_grads)
-    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision), c_out
+    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random), c_out
 
 
 def _requiring_grad(tree: Any) -> Any:

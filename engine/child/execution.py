@@ -22,7 +22,7 @@ from engine.child import casting
 from engine.child.capture import capture_generated_code
 from engine.child.comparison import CallOutcome, CallSettings, StageError, compare_call, seed_everything, stage_error
 from engine.judge import oracle
-from engine.judge.verdicts import ErrorKind, Verdict, worst
+from engine.judge.verdicts import ErrorKind, Symptom, Verdict, worst
 from engine.options import CheckOptions
 from engine.result import ARRAYS_FILE, TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
 from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
@@ -97,8 +97,13 @@ def run_check(
         with inductor_config_patch(options.inductor_config):
             outcomes, code = _check_all_seeds(run)
             leaves, seeds, arrays = _pick_worst_seed(outcomes)
+            rng_config: dict[str, Any] = {}
+            if _wants_rng_recheck(options, outcomes, leaves):
+                leaves = _recheck(run, leaves, seeds, RNG_RECHECK)
+                seeds = _resummarize_worst_seed(seeds, leaves)
+                rng_config = dict(RNG_RECHECK.config)  # masks must agree for a precision re-check to see anything
             if _wants_precision_recheck(options, outcomes, leaves):
-                leaves = _precision_recheck(run, leaves, seeds)
+                leaves = _recheck(run, leaves, seeds, PRECISION_RECHECK, rng_config)
                 seeds = _resummarize_worst_seed(seeds, leaves)
     except SnippetError as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), run.code)
@@ -379,41 +384,92 @@ def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, li
     return any(l.verdict is Verdict.DIVERGENT for l in value_leaves) or (low and any(l.verdict is Verdict.BENIGN for l in value_leaves))
 
 
-def _precision_recheck(run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome]) -> list[LeafResult]:
-    """Re-run the worst seed with emulate_precision_casts=True; leaves it fixes are precision-cast."""
+@dataclasses.dataclass(frozen=True)
+class Recheck:
+    """A second compile under one Inductor flag; a leaf whose difference it removes gets the named verdict."""
+
+    stage: str
+    config: dict[str, Any]
+    verdict: Verdict
+    may_explain: Callable[[LeafResult], bool]  # which leaves the flag could explain at all
+    mechanism: Callable[[LeafResult], str]  # the sentence that names the mechanism, for a leaf it explained
+
+
+def _cast_mechanism(leaf: LeafResult) -> str:
+    cast = f"a {leaf.dtype}" if leaf.dtype in ("bfloat16", "float16") else "an internal bf16/fp16"
+    return f"Inductor skipped {cast} round trip that eager performs"
+
+
+def _random_mechanism(leaf: LeafResult) -> str:
+    return (
+        "compiled draws its random numbers from Inductor's own generator, not ATen's, so the draws differ "
+        "(intended, pytorch#118735; set fallback_random=True, --fallback-random, where they must agree)"
+    )
+
+
+# value-derived symptoms: what different random draws can cause (a dropped element's log is -inf on one side only)
+_VALUE_SYMPTOMS = frozenset({Symptom.VALUE, Symptom.NAN, Symptom.INF, Symptom.SIGNED_ZERO})
+
+PRECISION_RECHECK = Recheck(
+    "precision-cast recheck", {"emulate_precision_casts": True}, Verdict.PRECISION_CAST, lambda l: not l.structural, _cast_mechanism
+)
+RNG_RECHECK = Recheck(
+    "rng recheck", {"fallback_random": True}, Verdict.RNG, lambda l: set(l.symptoms) <= _VALUE_SYMPTOMS, _random_mechanism
+)
+
+
+def _wants_rng_recheck(options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]) -> bool:
+    """Values that differ in a program that draws random numbers get a second compile with fallback_random on.
+
+    Benign leaves qualify too: where the fp64 reference draws its own numbers (CUDA's stream depends on the
+    dtype), eager is as far from it as compiled, and different draws pass the three-way rule.
+    """
+    if not options.recheck_random or options.inductor_config.get("fallback_random") or options.triton_cpu:
+        return False
+    if options.backend not in (None, "inductor"):  # fallback_random is Inductor's; other backends call ATen's RNG
+        return False
+    if not any(o.drew_random for _, calls in outcomes for o in calls):
+        return False
+    return any(l.verdict in (Verdict.DIVERGENT, Verdict.BENIGN) and RNG_RECHECK.may_explain(l) for l in leaves)
+
+
+def _recheck(run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome], recheck: Recheck, also: dict[str, Any] | None = None) -> list[LeafResult]:
+    """Re-run the worst seed with the recheck's flag (and `also`); leaves whose difference it removes get its verdict."""
     import torch._dynamo
     import torch._inductor.config as inductor_config
 
     worst_seed = max(seeds, key=lambda s: s.verdict.severity).seed
     settings = run.settings()
-    run.emit("precision-cast recheck")
+    run.emit(recheck.stage)
     torch._dynamo.reset()
+    config = {**(also or {}), **recheck.config}
     try:
-        with inductor_config.patch(emulate_precision_casts=True):
+        with inductor_config.patch(config):
             if run.style is SnippetStyle.REPRO:
                 calls = run_repro(run, worst_seed, settings)
             else:
                 calls = run_program(run, [worst_seed], settings)[0][1]
     except (StageError, SnippetError) as exc:
-        run.notes.append(f"precision-cast recheck failed: {str(exc)[:200]}")
+        run.notes.append(f"{recheck.stage} failed: {str(exc)[:200]}")
         return leaves
     rechecked = {l.name: l for l in merge_outcomes(calls)[0]}
+    flags = ", ".join(f"{k}={v}" for k, v in config.items())
     updated = []
     for leaf in leaves:
         again = rechecked.get(leaf.name)
-        fixed = again is not None and not leaf.structural and (
-            (leaf.verdict is Verdict.DIVERGENT and again.verdict in (Verdict.MATCH, Verdict.BENIGN))
-            or (leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH)
+        if again is None or not recheck.may_explain(leaf):
+            updated.append(leaf)
+            continue
+        fixed = (leaf.verdict is Verdict.DIVERGENT and again.verdict in (Verdict.MATCH, Verdict.BENIGN)) or (
+            leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH
         )
         if fixed:
-            assert again is not None
             outcome = "bit-identical" if again.verdict is Verdict.MATCH else f"benign ({again.explanation})"
-            cast = f"a {leaf.dtype}" if leaf.dtype in ("bfloat16", "float16") else "an internal bf16/fp16"
-            why = (
-                f"{leaf.explanation.split(';')[0]}; with emulate_precision_casts=True it is {outcome}: "
-                f"Inductor skipped {cast} round trip that eager performs"
-            )
-            leaf = dataclasses.replace(leaf, verdict=Verdict.PRECISION_CAST, explanation=why)
+            why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf)}"
+            leaf = dataclasses.replace(leaf, verdict=recheck.verdict, explanation=why)
+        elif leaf.verdict is Verdict.DIVERGENT and again.verdict is Verdict.DIVERGENT and recheck is RNG_RECHECK:
+            # say so: the random draws are not what makes this leaf differ (a minimizer must not chase them)
+            leaf = dataclasses.replace(leaf, explanation=f"{leaf.explanation}; still divergent with {flags}: {again.explanation.split(';')[0]}")
         updated.append(leaf)
     return updated
 

@@ -6,11 +6,18 @@ from enum import Enum
 
 
 class Verdict(str, Enum):
-    """What a leaf or a whole check concluded, from best to worst."""
+    """What a leaf or a whole check concluded, from best to worst.
+
+    Two verdicts name a mechanism, each assigned only by a re-check that removed the difference:
+    `precision-cast` (gone with `emulate_precision_casts=True`) and `rng` (gone with `fallback_random=True`:
+    compiled drew its random numbers from Inductor's generator, not ATen's). A caller reads the mechanism
+    from the verdict itself; the leaf's sentence gives the numbers.
+    """
 
     MATCH = "match"
     BENIGN = "benign"
     PRECISION_CAST = "precision-cast"
+    RNG = "rng"
     DIVERGENT = "divergent"
     ERROR = "error"
 
@@ -20,7 +27,11 @@ class Verdict(str, Enum):
 
     @property
     def exit_code(self) -> int:
-        """The CLI's exit status: 0 for an acceptable result, 1 for a divergence, 2 for an error."""
+        """The CLI's exit status: 0 for an acceptable result, 1 for a divergence, 2 for an error.
+
+        `precision-cast` and `rng` exit 0: each names a mechanism PyTorch documents as intended (a skipped
+        low-precision round trip; Inductor's own random stream), and its re-check showed nothing else differs.
+        """
         if self is Verdict.DIVERGENT:
             return 1
         if self is Verdict.ERROR:
@@ -28,13 +39,16 @@ class Verdict(str, Enum):
         return 0
 
 
-# precision-cast ranks above benign: it names a specific mechanism, so it is the more useful report.
+# The named mechanisms rank above benign: each says why values differ, so it is the more useful report.
+# rng ranks above precision-cast: different random draws change values wholesale, a skipped round trip by
+# a few low-precision ULPs, so a leaf of each leads with the larger difference.
 _SEVERITY = {
     Verdict.MATCH: 0,
     Verdict.BENIGN: 1,
     Verdict.PRECISION_CAST: 2,
-    Verdict.DIVERGENT: 3,
-    Verdict.ERROR: 4,
+    Verdict.RNG: 3,
+    Verdict.DIVERGENT: 4,
+    Verdict.ERROR: 5,
 }
 
 

@@ -102,7 +102,7 @@ def ablate(runner: Runner, source: str, options: CheckOptions | None = None, fil
     """Check the snippet at every rung, two at a time (the worker's children share two cores)."""
     from engine.paths import new_run_dir
 
-    base = (options or CheckOptions()).replace(recheck_precision_casts=False, localize=None)
+    base = (options or CheckOptions()).replace(recheck_precision_casts=False, recheck_random=False, localize=None)
     directory = Path(directory) if directory is not None else new_run_dir().with_name(new_run_dir().name + "-ablation")
     rows: list[AblationRow] = []
     for start in range(0, len(LADDER), 2):

@@ -31,7 +31,7 @@ def first_diverging_intermediate(
     runner: Runner, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None
 ) -> IntermediatesReport:
     """Check the snippet, then localize its first diverging intermediate in the same child."""
-    opts = (options or CheckOptions()).replace(localize="intermediates", seeds=1, recheck_precision_casts=False)
+    opts = (options or CheckOptions()).replace(localize="intermediates", seeds=1, recheck_precision_casts=False, recheck_random=False)
     result = runner.check(source, opts, filename, run_dir)
     assert result.run_dir is not None
     path = Path(result.run_dir) / INTERMEDIATES_FILE

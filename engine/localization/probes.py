@@ -56,7 +56,7 @@ DEFAULT_PROBES: tuple[ProbeKind, ...] = tuple(ProbeKind)
 
 
 class ProbeStatus(str, Enum):
-    OK = "ok"  # match, benign or precision-cast
+    OK = "ok"  # match, benign, precision-cast or rng
     DIVERGES = "diverges"
     NOT_APPLICABLE = "not-applicable"
     ERROR = "error"  # e.g. compiled raised where eager did not: worth a look
