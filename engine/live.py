@@ -69,6 +69,9 @@ def check(
     Options are CheckOptions fields (device, backend, dtype, backward, seeds, strict, ...). The result is
     the same CheckResult the CLI writes, stored in a run directory that the app can open.
     """
+    # live objects have no program text to map kernels onto, and the loader's text would key every
+    # check's Inductor cache apart (engine/provenance.py): provenance stays off unless asked for
+    options.setdefault("provenance", False)
     opts = CheckOptions(**options)
     run_dir = Path(run_dir) if run_dir is not None else new_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)

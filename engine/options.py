@@ -57,6 +57,9 @@ class CheckOptions:
     # adds a second, separate job beside the usual check
     triton_cpu: bool = False
     triton_interpret_max_elements: int = 1 << 16
+    # Inductor's provenance tracking: which program line and FX node became which kernel (engine/provenance.py);
+    # it keys Inductor's cache on the program's text, so a candidate-heavy caller (the minimizer) turns it off
+    provenance: bool = True
 
     def __post_init__(self) -> None:
         if self.backend is not None and self.backend not in BACKENDS:

@@ -93,3 +93,42 @@ def render(result: CheckResult) -> str:
     if result.run_dir:
         out.append(f"  run stored in {result.run_dir}")
     return "\n".join(out)
+
+
+def render_code(result: CheckResult, program: str | None = None) -> str:
+    """Per output module and kernel, the program lines it came from (`show --code`): Inductor's provenance.
+
+    `program` is the program's text (the run's snippet.py): a line torch recorded is printed from it.
+    """
+    out: list[str] = []
+    passes = [("", result)]
+    companion = result.load_triton_cpu() if result.triton_cpu else None
+    if companion is not None:
+        passes.append((f" (Triton on CPU: {LABEL})", companion))
+    lines = program.splitlines() if program is not None else []
+    for title, checked in passes:
+        if not checked.code.output_code:
+            out.append(f"no output code was captured{title}: the backend writes none, or the check stopped before compiling")
+            continue
+        for module in checked.code.output_code:
+            prov = module.provenance
+            languages = sorted({"C++" if k.language == "cpp" else k.language.capitalize() for k in module.kernels}) or ["no generated kernels"]
+            out.append(f"output module {module.label}{title}: {', '.join(languages)}")
+            if prov is None or (prov.status != "tracked" and not prov.kernels):
+                out.append(f"  provenance unknown: {prov.reason if prov else 'this run was made without provenance tracking'}")
+                out.append("")
+                continue
+            if prov.reason:
+                out.append(f"  note: {prov.reason}")
+            for k in prov.kernels:
+                what = "library call" if k.extern else "generated kernel"
+                nodes = f"{len(k.nodes)} FX node(s): {', '.join(k.nodes[:8])}{' ...' if len(k.nodes) > 8 else ''}" if k.nodes else "FX nodes unknown"
+                out.append(f"  {k.name}  ({what}; {nodes})")
+                for s in k.lines:
+                    text = lines[s.line - 1].strip() if 0 < s.line <= len(lines) else s.code
+                    out.append(f"      {prov.program}:{s.line:<5} {text}")
+                if not k.lines:
+                    where = f" (torch recorded only: {', '.join(k.elsewhere[:3])})" if k.elsewhere else ""
+                    out.append(f"      source lines unknown{where}")
+            out.append("")
+    return "\n".join(out).rstrip()

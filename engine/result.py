@@ -16,6 +16,7 @@ import numpy as np
 
 from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 from engine.options import CheckOptions
+from engine.provenance import Provenance
 
 RESULT_FILE = "result.json"
 ARRAYS_FILE = "arrays.npz"
@@ -84,6 +85,7 @@ class OutputCode:
     label: str  # e.g. "0_inference", "0_forward"
     source: str
     kernels: tuple[Kernel, ...] = ()
+    provenance: Provenance | None = None  # which program lines and FX nodes became which kernel (engine/provenance.py)
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,8 @@ class CheckResult:
 def _to_jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Provenance):
+        return value.to_json()
     if isinstance(value, (Verdict, ErrorKind, Symptom, LeafKind)):
         return value.value
     if isinstance(value, (list, tuple)):
@@ -231,7 +235,7 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
     },
     ErrorInfo: {"kind": ErrorKind},
     Kernel: {},
-    OutputCode: {"kernels": lambda raw: tuple(_from_jsonable(Kernel, k) for k in raw)},
+    OutputCode: {"kernels": lambda raw: tuple(_from_jsonable(Kernel, k) for k in raw), "provenance": Provenance.from_json},
     GeneratedCode: {
         "fx_graphs": tuple,
         "output_code": lambda raw: tuple(_from_jsonable(OutputCode, o) for o in raw),

@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser("show", help="print a stored run again, without running anything")
     show.add_argument("run_dir", type=Path)
+    show.add_argument("--code", action="store_true", help="also print, per generated kernel, the program lines it came from")
 
     export = sub.add_parser("export", help="gather what PyTorch's bug template asks for: tlparse report, environment, repro, issue.md")
     export.add_argument("run_dir", type=Path)
@@ -205,13 +206,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"note: {note}")
         return 0
     if args.command == "show":
-        from engine.report import render
+        from engine.report import render, render_code
 
         try:
-            print(render(CheckResult.load(args.run_dir)))
+            result = CheckResult.load(args.run_dir)
         except FileNotFoundError:
             print(f"divergence: no stored run in {args.run_dir}", file=sys.stderr)
             return 2
+        print(render(result))
+        if args.code:
+            snippet = args.run_dir / "snippet.py"
+            print()
+            print(render_code(result, snippet.read_text() if snippet.exists() else None))
         return 0
     return 2
 

@@ -220,7 +220,8 @@ def inductor_config_patch(overrides: Any) -> Iterator[None]:
 def _check_all_seeds(run: Run) -> tuple[list[tuple[int, list[CallOutcome]]], GeneratedCode]:
     settings = run.settings()
     seeds = [run.options.seed + i for i in range(run.options.seeds)]
-    with capture_generated_code(run.trace_dir) as captured:
+    program = (run.filename, run.source) if run.options.provenance and run.namespace is None else (None, None)
+    with capture_generated_code(run.trace_dir, *program) as captured:
         try:
             if run.style is SnippetStyle.REPRO:
                 outcomes = [(seed, run_repro(run, seed, settings)) for seed in seeds]
