@@ -67,7 +67,8 @@ class DivergenceOracle:
 
     def __init__(self, runner: Runner, options: CheckOptions, work_dir: Path, filename: str = "snippet.py", parallelism: int = 2) -> None:
         self.runner = runner
-        self.options = options
+        # candidates need no program line <-> kernel map, and with it Inductor's cache is keyed on each one's text
+        self.options = options.replace(provenance=False)
         self.work_dir = work_dir
         self.filename = filename
         self.parallelism = parallelism
