@@ -114,6 +114,7 @@ def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
                 "inf": leaf.inf_mismatches,
                 "±0": leaf.signed_zero_mismatches,
                 "verdict": leaf.verdict.value,
+                "witness": leaf.witness.value if leaf.witness else "–",  # what decided: fp64, faithful-fp64, tolerance
             }
         )
     return rows

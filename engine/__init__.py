@@ -4,7 +4,7 @@ Importing this package does not import torch; checks run in a worker process.
 """
 
 from engine.api import check_file, check_source, default_runner, load_result
-from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
+from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict, Witness
 from engine.live import NotShippable, check
 from engine.localization.localize import STEPS as LOCALIZATION_STEPS
 from engine.localization.localize import Localization, localize_file, localize_source
@@ -49,6 +49,7 @@ __all__ = [
     "SnippetStyle",
     "Symptom",
     "Verdict",
+    "Witness",
     "check",
     "check_file",
     "check_source",

@@ -27,6 +27,8 @@ class Variant:
     options: CheckOptions
     expected_cpu: Verdict
     expected_cuda: Verdict
+    expected_cpu_torch: str | None = None  # see SampleCase
+    expected_cuda_torch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,9 @@ class SampleCase:
     expected_cuda: Verdict
     options: CheckOptions
     variants: tuple[Variant, ...] = ()
+    # the torch version (major.minor) each expectation was measured on; None: never measured, a hypothesis
+    expected_cpu_torch: str | None = None
+    expected_cuda_torch: str | None = None
     upstream: str | None = None
     cuda_only: bool = False
     slow: bool = False
@@ -70,6 +75,8 @@ def load_case(toml_path: Path) -> SampleCase:
             _options(toml_path, {**data.get("options", {}), **v.get("options", {})}),
             Verdict(v.get("expected_cpu", data["expected_cpu"])),
             Verdict(v.get("expected_cuda", data["expected_cuda"])),
+            _torch_version(toml_path, v.get("expected_cpu_torch", data.get("expected_cpu_torch"))),
+            _torch_version(toml_path, v.get("expected_cuda_torch", data.get("expected_cuda_torch"))),
         )
         for v in data.get("variants", [])
     )
@@ -85,10 +92,30 @@ def load_case(toml_path: Path) -> SampleCase:
         expected_cuda=Verdict(data["expected_cuda"]),
         options=options,
         variants=variants,
+        expected_cpu_torch=_torch_version(toml_path, data.get("expected_cpu_torch")),
+        expected_cuda_torch=_torch_version(toml_path, data.get("expected_cuda_torch")),
         upstream=data.get("upstream"),
         cuda_only=bool(data.get("cuda_only", False)),
         slow=bool(data.get("slow", False)),
     )
+
+
+def _torch_version(path: Path, raw: Any) -> str | None:
+    if raw is None or raw == "unmeasured":
+        return None
+    if not isinstance(raw, str) or minor_version(raw) != raw:
+        raise CaseError(f"{path.name}: a torch version is written major.minor (e.g. \"2.13\") or \"unmeasured\", not {raw!r}")
+    return raw
+
+
+def minor_version(version: str) -> str:
+    """'2.13.0+cpu' -> '2.13': verdicts are recorded per torch release line."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def measured_here(measured_on: str | None, running_torch: str) -> bool:
+    """Is an expectation measured on this torch release line (so a different verdict is a regression)?"""
+    return measured_on is not None and measured_on == minor_version(running_torch)
 
 
 def _options(path: Path, raw: dict[str, Any]) -> CheckOptions:

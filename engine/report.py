@@ -6,7 +6,7 @@ from engine.result import CheckResult, LeafResult
 
 LABEL = "interpreted Triton, not GPU Triton"
 
-_COLUMNS = ("leaf", "kind", "shape", "dtype", "max abs", "max rel", "max ULP", "mismatch", "NaN/inf/±0", "verdict")
+_COLUMNS = ("leaf", "kind", "shape", "dtype", "max abs", "max rel", "max ULP", "mismatch", "NaN/inf/±0", "verdict", "witness")
 
 
 def _fmt(x: float | None) -> str:
@@ -37,6 +37,7 @@ def _row(leaf: LeafResult) -> tuple[str, ...]:
         mismatch,
         special,
         leaf.verdict.value,
+        leaf.witness.value if leaf.witness else "-",
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
+from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict, Witness
 from engine.options import CheckOptions
 from engine.provenance import Provenance
 
@@ -55,6 +55,7 @@ class LeafResult:
     eager_value: str | None = None  # repr, for non-tensor leaves and the worst element
     compiled_value: str | None = None
     arrays: str | None = None  # key prefix in the arrays file, when stored
+    witness: Witness | None = None  # what decided the value verdict (engine.judge.verdicts.Witness)
 
     @property
     def structural(self) -> bool:
@@ -184,7 +185,7 @@ def _to_jsonable(value: Any) -> Any:
         return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Provenance):
         return value.to_json()
-    if isinstance(value, (Verdict, ErrorKind, Symptom, LeafKind)):
+    if isinstance(value, (Verdict, ErrorKind, Symptom, LeafKind, Witness)):
         return value.value
     if isinstance(value, (list, tuple)):
         return [_to_jsonable(v) for v in value]
@@ -232,6 +233,7 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
         "compiled_ref_rms": _float,
         "eager_ref_max": _float,
         "compiled_ref_max": _float,
+        "witness": Witness,
     },
     ErrorInfo: {"kind": ErrorKind},
     Kernel: {},

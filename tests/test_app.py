@@ -250,3 +250,17 @@ def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tup
     assert not has_button(app, f"open:{run_id}")
     app.button(key=f"other:{run_id}").click().run()
     assert app.query_params["run"] == run_id and banner(app).startswith(f"**Verdict: {result.verdict.value.upper()}**")
+
+
+def test_the_named_mechanisms_show_in_the_app(app: AppTest):
+    # a Python scalar eager rounds to bf16 (the faithful fp64 reference decides), then a random draw (rng)
+    app.selectbox(key="gallery_case").select("fmod_remainder_scalar_bf16").run()
+    app.button(key="load_case").click().run()
+    run_check(app)
+    assert banner(app).startswith("**Verdict: DIVERGENT**") and "eager's semantics" in banner(app)
+    table = next(df.value for df in app.dataframe if "leaf" in df.value.columns)
+    assert "faithful-fp64" in set(table["witness"])
+    app.selectbox(key="gallery_case").select("rng_rand_like").run()
+    app.button(key="load_case").click().run()
+    run_check(app)
+    assert banner(app).startswith("**Verdict: RNG**") and "fallback_random=True" in banner(app)

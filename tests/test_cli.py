@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SNIPPETS
+from tests.conftest import REPO, SNIPPETS
 
 
 def divergence(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -22,14 +22,16 @@ def divergence(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 def test_check_writes_json_and_exits_by_verdict(tmp_path, inductor_cache):
     out = tmp_path / "result.json"
-    done = divergence("check", str(SNIPPETS / "rng_floor_divide.py"), "--json", str(out), home=tmp_path)
+    # a ~100-line bf16 model with one remainder by a Python float: benign by the plain fp64 reference alone
+    done = divergence("check", str(REPO / "sample_cases" / "forecaster_remainder_bf16.py"), "--json", str(out), home=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "VERDICT: DIVERGENT" in done.stdout and "max ULP" in done.stdout
+    assert "VERDICT: DIVERGENT" in done.stdout and "max ULP" in done.stdout and "faithful-fp64" in done.stdout
     assert "compiling" in done.stderr  # live progress
     data = json.loads(out.read_text())
     assert data["verdict"] == "divergent" and data["explanation"]
     leaf = data["leaves"][0]
     assert {"name", "verdict", "max_abs", "max_ulp", "mismatches"} <= set(leaf) and leaf["mismatches"] > 0
+    assert leaf["witness"] == "faithful-fp64" and "0.7 -> 0.69921875" in leaf["explanation"]
     assert (tmp_path / data["arrays_file"]).exists()
 
     rng = divergence("check", str(SNIPPETS / "dropout_rng.py"), "-q", "--json", str(out), home=tmp_path)

@@ -118,3 +118,13 @@ def test_summation_order_noise_below_the_floor_is_benign_but_not_above():
     assert judge(eager, (ref + 20 * ulp).float(), ref)[0].verdict is Verdict.BENIGN
     assert judge(eager, (ref + 80 * ulp).float(), ref)[0].verdict is Verdict.DIVERGENT
     assert judge(eager, (ref + 20 * ulp).float(), ref, factor=2.0)[1].max_ulp > 1
+
+
+def test_the_low_precision_noise_floor_is_one_output_ulp_not_32():
+    # bf16 values are computed in fp32 and rounded once: eager and compiled may round apart by one ULP
+    ref = torch.linspace(1, 1.9, 256, dtype=torch.float64)
+    eager = ref.bfloat16()
+    one_apart = torch.nextafter(eager, torch.full_like(eager, 2.0))
+    four_apart = eager.float().add(4 * 2.0**-7).bfloat16()  # 4 ULPs at [1, 2): 32 bf16 ULPs would have hidden it
+    assert judge(eager, one_apart, ref)[0].verdict is Verdict.BENIGN
+    assert judge(eager, four_apart, ref)[0].verdict is Verdict.DIVERGENT

@@ -1,17 +1,25 @@
-"""Every sample case gives its expected verdict (CPU here; CUDA expectations where CUDA exists)."""
+"""Every sample case gives its expected verdict (CPU here; CUDA expectations where CUDA exists).
+
+An expectation binds only on the torch release line it was measured on (`expected_cpu_torch`,
+`expected_cuda_torch` in the case's toml): elsewhere, or where it was never measured, a different verdict
+is reported as an expected failure that names what this torch measured, not as a regression.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.cases import load_cases
+from engine.cases import load_cases, measured_here
 
 CASES = load_cases()
 RUNS = [
-    pytest.param(case, options, expected_cpu, expected_cuda, id=f"{case.slug}{'' if n == 0 else f'-variant{n}'}", marks=[pytest.mark.slow] if case.slow else [])
+    pytest.param(case, options, expected, id=f"{case.slug}{'' if n == 0 else f'-variant{n}'}", marks=[pytest.mark.slow] if case.slow else [])
     for case in CASES
-    for n, (options, expected_cpu, expected_cuda) in enumerate(
-        [(case.options, case.expected_cpu, case.expected_cuda), *((v.options, v.expected_cpu, v.expected_cuda) for v in case.variants)]
+    for n, (options, expected) in enumerate(
+        [
+            (case.options, {"cpu": (case.expected_cpu, case.expected_cpu_torch), "cuda": (case.expected_cuda, case.expected_cuda_torch)}),
+            *((v.options, {"cpu": (v.expected_cpu, v.expected_cpu_torch), "cuda": (v.expected_cuda, v.expected_cuda_torch)}) for v in case.variants),
+        ]
     )
 ]
 
@@ -20,19 +28,34 @@ def test_gallery_has_what_the_workshop_needs():
     kinds = [c.kind for c in CASES]
     assert len(CASES) >= 24
     assert kinds.count("real-bug") >= 8 and kinds.count("benign") >= 4 and kinds.count("precision-cast") >= 3 and "rng" in kinds
+    assert all(c.expected_cpu_torch for c in CASES), "every CPU expectation is measured (CI runs them all)"
 
 
-@pytest.mark.parametrize("case, options, expected_cpu, expected_cuda", RUNS)
-def test_case_verdict_on_cpu(runner, tmp_path, case, options, expected_cpu, expected_cuda):
+def _expect(result, case, device: str, expected) -> None:
+    import torch
+
+    verdict, measured_on = expected
+    if measured_here(measured_on, torch.__version__):
+        assert result.verdict is verdict, f"{case.slug}: {result.explanation}"
+    elif result.verdict is not verdict:
+        where = f"measured on torch {measured_on}" if measured_on else "never measured"
+        pytest.xfail(
+            f"{case.slug}: expected_{device} = {verdict.value} was {where}; torch {torch.__version__} gives "
+            f"{result.verdict.value}: {result.explanation[:300]}"
+        )
+
+
+@pytest.mark.parametrize("case, options, expected", RUNS)
+def test_case_verdict_on_cpu(runner, tmp_path, case, options, expected):
     r = runner.check(case.source(), options.replace(device="cpu", timeout_s=300), str(case.path), run_dir=tmp_path)
-    assert r.verdict is expected_cpu, f"{case.slug}: {r.explanation}"
+    _expect(r, case, "cpu", expected["cpu"])
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("case, options, expected_cpu, expected_cuda", RUNS)
-def test_case_verdict_on_cuda(runner, tmp_path, case, options, expected_cpu, expected_cuda):
+@pytest.mark.parametrize("case, options, expected", RUNS)
+def test_case_verdict_on_cuda(runner, tmp_path, case, options, expected):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
     r = runner.check(case.source(), options.replace(device="cuda", timeout_s=300), str(case.path), run_dir=tmp_path)
-    assert r.verdict is expected_cuda, f"{case.slug}: {r.explanation}"
+    _expect(r, case, "cuda", expected["cuda"])

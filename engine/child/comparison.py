@@ -6,6 +6,7 @@ inputs, and the modules' parameters and buffers restored between the runs.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import traceback
 from dataclasses import dataclass, field
@@ -14,11 +15,12 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from engine.child import casting
+from engine.child import casting, faithful
 from engine.child.leaves import UnsupportedOutput, flatten, map_tensors, tensors_of
 from engine.judge import oracle
 from engine.judge.metrics import LOW_PRECISION, bitwise_equal, compare_values
 from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
+from engine.judge.witness import FaithfulReference
 from engine.result import LeafResult
 
 
@@ -140,38 +142,107 @@ def compare_call(
     except BaseException as exc:
         raise stage_error(ErrorKind.COMPILE, exc, settings.compiled_failure) from None
 
-    r_out: Any = None
-    r_inputs: Any = None
-    r_state: dict[str, torch.Tensor] = {}
-    r_grads: dict[str, torch.Tensor] = {}
+    ref: Reference | None = None
     if settings.fp64_reference:
         settings.emit("fp64 reference")
         try:
-            ref_fn = casting.fp64_program(eager_fn)
-            r_inputs = map_tensors(pristine, casting.to_fp64_tensor)
-            if settings.backward:
-                r_inputs = _requiring_grad(r_inputs)
-            seed_everything(seed)
-            r_out = ref_fn(*r_inputs[0], **r_inputs[1])
-            ref_modules = casting.reachable_modules(ref_fn)
-            r_state = casting.snapshot(casting.module_state(ref_modules))
-            if settings.backward:
-                r_grads = _backward(r_out, r_inputs, casting.module_state(ref_modules), seed)
+            ref = _fp64_reference(eager_fn, pristine, seed, settings, (live_state, saved, c_state))
         except Exception as exc:  # the reference is best-effort: many ops have no float64 kernel
             settings.note(f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances")
-            r_out, r_inputs, r_state, r_grads = None, None, {}, {}
+
+    def build(reference: Reference | None, what: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None) -> _LeafBuilder:
+        builder = _LeafBuilder(settings, prefix, what, plain)
+        r = reference or Reference()
+        try:
+            builder.outputs(e_out, c_out, r.out)
+        except UnsupportedOutput as exc:
+            raise StageError(ErrorKind.SNIPPET, f"the program's output cannot be compared: {exc}") from None
+        builder.mutations(pristine, (e_args, e_kwargs), (c_args, c_kwargs), r.inputs)
+        builder.state(saved, e_state, c_state, r.state)
+        if settings.backward:
+            builder.gradients(e_grads, c_grads, r.grads)
+        return builder
 
     settings.emit("comparing")
-    builder = _LeafBuilder(settings, prefix)
-    try:
-        builder.outputs(e_out, c_out, r_out)
-    except UnsupportedOutput as exc:
-        raise StageError(ErrorKind.SNIPPET, f"the program's output cannot be compared: {exc}") from None
-    builder.mutations(pristine, (e_args, e_kwargs), (c_args, c_kwargs), r_inputs)
-    builder.state(saved, e_state, c_state, r_state)
-    if settings.backward:
-        builder.gradients(e_grads, c_grads, r_grads)
+    builder = build(ref)
+    if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
+        # values differ: is the plain reference the program eager ran? (its scalar roundings, its random draws)
+        settings.emit("faithful reference")
+        states = (live_state, saved, c_state)
+        try:
+            trace = faithful.trace_eager(_EagerRerun(eager_fn, pristine, seed, settings, states))
+            mode = faithful.FaithfulMode(trace)
+            faithful_ref = _fp64_reference(eager_fn, pristine, seed, settings, states, mode) if trace.changes_reference else None
+        except Exception as exc:  # best-effort, like the plain reference: a program may refuse a dispatch mode
+            settings.note(f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the plain one")
+        else:
+            if faithful_ref is not None:
+                if mode.unmatched:
+                    settings.note(f"the faithful fp64 reference could not replay eager's draw for {', '.join(sorted(set(mode.unmatched)))}")
+                plain = {l.name: (l.eager_ref_rms, l.eager_ref_max) for l in builder.leaves}
+                settings.emit("comparing")
+                builder = build(faithful_ref, trace.describe(), plain)
     return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random), c_out
+
+
+@dataclass
+class Reference:
+    """The fp64 run's outputs, inputs after the call (mutations), module state after it, gradients."""
+
+    out: Any = None
+    inputs: Any = None
+    state: dict[str, torch.Tensor] = field(default_factory=dict)
+    grads: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+States = tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]  # live, before the call, after compiled's
+
+
+def _fp64_reference(eager_fn: Callable[..., Any], pristine: Any, seed: int, settings: CallSettings, states: States, mode: Any = None) -> Reference:
+    """The program cast to float64 on cast inputs, from the state eager started from (not compiled's result)."""
+    live, before, after = states
+    casting.restore(live, before)
+    try:
+        ref_fn = casting.fp64_program(eager_fn)
+    finally:
+        casting.restore(live, after)  # the compiled callable carries its own state into the next call
+    r_inputs = map_tensors(pristine, casting.to_fp64_tensor)
+    if settings.backward:
+        r_inputs = _requiring_grad(r_inputs)
+    seed_everything(seed)
+    with mode if mode is not None else contextlib.nullcontext():
+        r_out = ref_fn(*r_inputs[0], **r_inputs[1])
+        ref_modules = casting.reachable_modules(ref_fn)
+        r_state = casting.snapshot(casting.module_state(ref_modules))
+        r_grads = _backward(r_out, r_inputs, casting.module_state(ref_modules), seed) if settings.backward else {}
+    return Reference(r_out, r_inputs, r_state, r_grads)
+
+
+class _EagerRerun:
+    """Eager's call once more, exactly as the first time (same state, inputs and seed), then compiled's state back."""
+
+    def __init__(self, eager_fn: Callable[..., Any], pristine: Any, seed: int, settings: CallSettings, states: States) -> None:
+        self.eager_fn, self.pristine, self.seed, self.settings, self.states = eager_fn, pristine, seed, settings, states
+
+    def __call__(self) -> Any:
+        live, before, after = self.states
+        casting.restore(live, before)
+        try:
+            args, kwargs = casting.clone_tree(self.pristine)
+            if self.settings.backward:
+                args, kwargs = _requiring_grad((args, kwargs))
+            seed_everything(self.seed)
+            out = self.eager_fn(*args, **kwargs)
+            if self.settings.backward:
+                _backward(out, (args, kwargs), casting.module_state(casting.reachable_modules(self.eager_fn)), self.seed)
+            return out
+        finally:
+            casting.restore(live, after)
+
+
+def _drifts(leaf: LeafResult) -> bool:
+    """Values differ where a reference judged them (not bit-identical, not a structural or exact-dtype verdict)."""
+    return leaf.mismatches > 0 and leaf.eager_ref_rms is not None and leaf.verdict in (Verdict.BENIGN, Verdict.DIVERGENT)
 
 
 def _requiring_grad(tree: Any) -> Any:
@@ -203,9 +274,11 @@ def _backward(out: Any, inputs: Any, state: dict[str, torch.Tensor], seed: int) 
 
 
 class _LeafBuilder:
-    def __init__(self, settings: CallSettings, prefix: str) -> None:
+    def __init__(self, settings: CallSettings, prefix: str, faithful: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None) -> None:
         self.settings = settings
         self.prefix = prefix
+        self.faithful = faithful  # what the faithful reference did differently, when the reference is that one
+        self.plain = plain or {}  # leaf name -> eager's error (RMS, max) against the plain fp64 reference
         self.leaves: list[LeafResult] = []
         self.arrays: dict[str, dict[str, np.ndarray]] = {}
         self.low_precision = False
@@ -315,7 +388,11 @@ class _LeafBuilder:
             structural.append(Symptom.STRIDE)
             problems.append(f"strides {list(stride)} vs compiled {list(c_stride)}")
         metrics, arrays = compare_values(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
-        j = oracle.judge_values(metrics, strict=self.settings.strict, factor=self.settings.factor, noise_ulps=self.settings.noise_ulps)
+        note = None
+        if self.faithful is not None:
+            plain_rms, plain_max = self.plain.get(full, (None, None))
+            note = FaithfulReference(self.faithful, plain_rms, plain_max)
+        j = oracle.judge_values(metrics, strict=self.settings.strict, factor=self.settings.factor, noise_ulps=self.settings.noise_ulps, faithful=note)
         verdict, symptoms, explanation = j.verdict, j.symptoms, j.explanation
         if structural:
             verdict = Verdict.DIVERGENT
@@ -349,6 +426,7 @@ class _LeafBuilder:
                 eager_value=metrics.eager_value,
                 compiled_value=metrics.compiled_value,
                 arrays=stored,
+                witness=j.witness,
                 **common,  # type: ignore[arg-type]
             )
         )

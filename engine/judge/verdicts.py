@@ -57,6 +57,15 @@ def worst(verdicts: "list[Verdict] | tuple[Verdict, ...]") -> Verdict:
     return max(verdicts, key=lambda v: v.severity, default=Verdict.MATCH)
 
 
+class Witness(str, Enum):
+    """What decided a leaf's value verdict (None on a leaf decided by bits or structure alone)."""
+
+    FP64 = "fp64"  # the three-way rule against the plain fp64 reference
+    FAITHFUL = "faithful-fp64"  # the same rule against the fp64 reference run with eager's scalar roundings and draws
+    NUDGE = "nudge"  # eager's own movement under inputs nudged by a few ULPs: no fp64 reference models the program
+    TOLERANCE = "tolerance"  # no fp64 reference at all: torch.testing's default tolerances
+
+
 class ErrorKind(str, Enum):
     """Where a check failed to produce a comparison."""
 
