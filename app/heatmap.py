@@ -23,8 +23,9 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io
 
-MAX_SIDE = 512
-BYTES_BUDGET = 1_800_000  # leaves room under the 2 MB goal for the layout and the axis labels
+from engine.judge import views
+from engine.judge.views import BYTES_BUDGET, MAX_SIDE
+
 DETAIL_MAX_SIDE = 256
 LOG_SPAN_DECADES = 12  # more decades than this squeeze the interesting colours into a sliver
 IDENTICAL_COLOUR = "#d4d4d4"  # NaN cells are transparent; this background shows through
@@ -101,8 +102,8 @@ def element_metric(arrays: Mapping[str, np.ndarray], metric: Metric, dtype: str 
     eager, compiled = arrays["eager"], arrays["compiled"]
     identical = bits_identical(eager, compiled)
     with np.errstate(all="ignore"):
-        if metric is Metric.ULP and "ulp" in arrays:
-            value = np.asarray(arrays["ulp"], dtype=np.float64)
+        if metric is Metric.ULP:  # stored by runs of the old format; computed from the values since
+            value = np.asarray(arrays["ulp"], dtype=np.float64) if "ulp" in arrays else views.ulp_distance(eager, compiled, dtype)
         elif not _is_float(eager) or not _is_float(compiled):
             value = np.abs(eager.astype(np.float64) - compiled.astype(np.float64))
         else:
@@ -146,13 +147,7 @@ class SliceSpec:
 
 def default_spec(shape: Sequence[int], worst_index: Sequence[int] | None = None) -> SliceSpec:
     """The last two dimensions, sliced through the worst element (so the first view shows it)."""
-    rank = len(shape)
-    if rank == 0:
-        raise ValueError("a scalar has no heatmap")
-    index = tuple(worst_index) if worst_index is not None and len(worst_index) == rank else (0,) * rank
-    if rank == 1:
-        return SliceSpec(None, 0, index)
-    return SliceSpec(rank - 2, rank - 1, index)
+    return SliceSpec(*views.default_slice(shape, worst_index))
 
 
 def take_slice(arrays: Mapping[str, np.ndarray], spec: SliceSpec) -> dict[str, np.ndarray]:
@@ -181,6 +176,7 @@ class Pooled:
     worst_col: np.ndarray
     block: tuple[int, int]  # (rows, cols) per block
     shape: tuple[int, int]  # the slice's shape
+    hover: Mapping[str, np.ndarray] | None = None  # eager/compiled/ref at each block's worst element, when known
 
     @property
     def pooled(self) -> bool:
@@ -190,19 +186,6 @@ class Pooled:
         """Rows [r0, r1) and cols [c0, c1) of block (i, j)."""
         by, bx = self.block
         return i * by, min((i + 1) * by, self.shape[0]), j * bx, min((j + 1) * bx, self.shape[1])
-
-
-def block_shape(shape: tuple[int, int], max_cells: int, max_side: int = MAX_SIDE) -> tuple[int, int]:
-    """Rows and cols per block so that the pooled grid has at most max_cells cells and max_side per side."""
-    h, w = shape
-    by, bx = max(1, -(-h // max_side)), max(1, -(-w // max_side))
-    while -(-h // by) * -(-w // bx) > max_cells:
-        # grow the block along the side that still has more pooled cells, keeping blocks roughly square
-        if -(-h // by) >= -(-w // bx):
-            by += max(1, by // 16)
-        else:
-            bx += max(1, bx // 16)
-    return by, bx
 
 
 def pool_max(value: np.ndarray, block: tuple[int, int]) -> Pooled:
@@ -318,14 +301,15 @@ class HeatmapView:
 
 
 def _channels(
-    slice_arrays: Mapping[str, np.ndarray],
+    values: Mapping[str, np.ndarray],
     rows: np.ndarray,
     cols: np.ndarray,
     metric_value: np.ndarray,
     with_index: bool,
     block_ends: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, list[str]]:
-    """Hover values per cell as one float32 array (h, w, k) and the names of its k channels."""
+    """Hover values per cell as one float32 array (h, w, k) and the names of its k channels; `values` holds
+    eager/compiled/ref per cell (at rows/cols)."""
     names = ["value"]
     parts = [metric_value]
     if with_index:
@@ -335,9 +319,9 @@ def _channels(
         names += ["last_row", "last_col"]
         parts += list(np.broadcast_arrays(block_ends[0][:, None], block_ends[1][None, :]))
     for key in ("eager", "compiled", "ref"):
-        if key in slice_arrays:
+        if key in values:
             names.append(key)
-            parts.append(slice_arrays[key][rows, cols])
+            parts.append(values[key])
     data = np.empty(rows.shape + (len(parts),), dtype=np.float32)
     for k, p in enumerate(parts):
         np.copyto(data[..., k], p, casting="unsafe")
@@ -371,18 +355,6 @@ def _hovertemplate(names: list[str], spec: SliceSpec, metric: Metric, pooled: bo
     return "<br>".join(lines) + "<extra></extra>"
 
 
-POOLED_HOVER_CHANNELS = 4  # a block's worst row/col and its last row/col, besides the value and eager/compiled/fp64
-
-
-def bytes_per_cell(channels: int) -> float:
-    """JSON bytes per heatmap cell: the float32 colour value plus `channels` 4-byte values (hover, positions).
-
-    Base64 is 4/3 of the raw bytes, and plotly's encoder writes every '/' of it as a 6-byte \\u002f escape
-    (up to ~1/4 of the characters for float data), hence the 1.25.
-    """
-    return (1 + channels) * 4 * 4 / 3 * 1.25
-
-
 def heatmap(
     arrays: Mapping[str, np.ndarray],
     metric: Metric,
@@ -391,20 +363,45 @@ def heatmap(
     title: str = "",
     max_side: int = MAX_SIDE,
     budget_bytes: int = BYTES_BUDGET,
+    pooled: Pooled | None = None,
 ) -> HeatmapView:
-    """The heatmap of one 2-D slice: block maxima above the size budget, each block's worst element on hover."""
+    """The heatmap of one 2-D slice: block maxima above the size budget, each block's worst element on hover.
+
+    `pooled`: the check's own block maxima of this slice (summary_pooled), drawn without reading `arrays`.
+    """
+    if pooled is not None:
+        return _heatmap_figure({}, pooled, metric, spec, title)
     sliced = take_slice(arrays, spec)
-    h, w = sliced["eager"].shape
     values = sum(k in sliced for k in ("eager", "compiled", "ref"))
-    exact_cells = int(budget_bytes / bytes_per_cell(1 + values))  # value + eager/compiled/ref, no worst index
-    if h * w <= exact_cells and max(h, w) <= max_side:
-        block = (1, 1)
-    else:
-        positions = 1 if max(h, w) <= np.iinfo(np.uint16).max else 2  # a marker's x and y: 2 or 4 bytes each
-        block = block_shape((h, w), max(1, int(budget_bytes / bytes_per_cell(1 + POOLED_HOVER_CHANNELS + positions + values))), max_side)
-    pooled = pooled_metric(sliced, metric, block, dtype)
-    view = _heatmap_figure(sliced, pooled, metric, spec, title)
-    return view
+    block = views.slice_block(sliced["eager"].shape, values, max_side, budget_bytes)
+    return _heatmap_figure(sliced, pooled_metric(sliced, metric, block, dtype), metric, spec, title)
+
+
+def summary_metrics(summary: Mapping[str, np.ndarray]) -> tuple[Metric, ...]:
+    """The metrics the check summarised (available_metrics of the arrays it did not keep)."""
+    return tuple(m for m in Metric if f"worst.{m.value}.position" in summary)
+
+
+def summary_pooled(summary: Mapping[str, np.ndarray], metric: Metric, spec: SliceSpec, shape: Sequence[int]) -> Pooled | None:
+    """The check's block maxima (engine.judge.summary) when they are of this metric and slice, else None."""
+    if f"pool.{metric.value}.value" not in summary or "pool.slice" not in summary:
+        return None
+    row_dim, col_dim, *index = (int(v) for v in summary["pool.slice"])
+    theirs = SliceSpec(None if row_dim < 0 else row_dim, col_dim, tuple(index))
+    if (theirs.row_dim, theirs.col_dim, theirs.fixed()) != (spec.row_dim, spec.col_dim, spec.fixed()):
+        return None
+    h = 1 if spec.row_dim is None else int(shape[spec.row_dim])
+    by, bx = (int(v) for v in summary["pool.block"])
+    key = f"pool.{metric.value}"
+    hover = {k: summary[f"{key}.{k}"] for k in ("eager", "compiled", "ref") if f"{key}.{k}" in summary}
+    return Pooled(summary[f"{key}.value"], summary[f"{key}.row"], summary[f"{key}.col"], (by, bx), (h, int(shape[spec.col_dim])), hover)
+
+
+def _at_worst(sliced: Mapping[str, np.ndarray], pooled: Pooled) -> Mapping[str, np.ndarray]:
+    """eager/compiled/ref at each cell's worst element."""
+    if pooled.hover is not None:
+        return pooled.hover
+    return {k: sliced[k][pooled.worst_row, pooled.worst_col] for k in ("eager", "compiled", "ref") if k in sliced}
 
 
 def _heatmap_figure(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metric, spec: SliceSpec, title: str) -> HeatmapView:
@@ -417,7 +414,7 @@ def _heatmap_figure(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Me
         colorbar=dict(title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)),
     )
     if not pooled.pooled:
-        custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, pooled.value, with_index=False)
+        custom, names = _channels(_at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, pooled.value, with_index=False)
         trace = go.Heatmap(z=z, customdata=custom, hovertemplate=_hovertemplate(names, spec, metric, False), hoverongaps=False, name="heatmap", **colours)
         fig = go.Figure(trace)
     else:
@@ -455,7 +452,7 @@ def block_markers(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metr
     last = (np.minimum(rows.astype(np.int64) + by, pooled.shape[0]) - 1, np.minimum(cols.astype(np.int64) + bx, pooled.shape[1]) - 1)
     # a bit-identical block is grey on the map (NaN there); its hover says error 0, not "NaN"
     value = np.where(np.isnan(pooled.value), 0.0, pooled.value)
-    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, value, with_index=True, block_ends=last)
+    custom, names = _channels(_at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, value, with_index=True, block_ends=last)
     x, y = np.meshgrid(cols, rows)
     return go.Scatter(
         x=x.reshape(-1),
@@ -520,7 +517,7 @@ def block_detail(
     value = element_metric(sliced, metric, dtype)
     pooled = pool_max(value, (1, 1))
     scale = log_scale(value, metric)
-    custom, names = _channels(sliced, pooled.worst_row, pooled.worst_col, value, with_index=False)
+    custom, names = _channels(_at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, value, with_index=False)
     x, y = np.arange(wc0, wc1), np.arange(wr0, wr1)
     fig = go.Figure(
         go.Heatmap(
@@ -552,30 +549,34 @@ def figure_bytes(fig: go.Figure) -> int:
 # -- distributions ------------------------------------------------------------------------------------------
 
 
-def ulp_histogram(ulp: np.ndarray, identical: np.ndarray | None = None) -> go.Figure:
-    """Counts of ULP distances in power-of-two bins: 0 (bit-identical), 1, 2, 3–4, 5–8, ..., and ∞."""
+def ulp_counts(ulp: np.ndarray, identical: np.ndarray | None = None) -> np.ndarray:
+    """[bit-identical, non-finite, then per power-of-two bin e (ULP distance in (2**(e-1), 2**e]; e=0 holds
+    0 and 1)]: the layout of the "histogram" in the check's summary (engine.judge.summary)."""
     flat = np.asarray(ulp, dtype=np.float64).reshape(-1)
-    same = (flat == 0) if identical is None else identical.reshape(-1)
+    same = (flat == 0) if identical is None else np.asarray(identical).reshape(-1)
     diff = flat[~same]
     finite = diff[np.isfinite(diff)]
+    mantissa, exponent = np.frexp(np.maximum(finite, 1.0))  # exactly ceil(log2), which a rounded log2 is not
+    bins = np.bincount((exponent - (mantissa == 0.5)).astype(np.int64)) if finite.size else np.zeros(0, dtype=np.int64)
+    return np.concatenate([[int(same.sum()), int(diff.size - finite.size)], bins]).astype(np.int64)
+
+
+def ulp_histogram(ulp: np.ndarray, identical: np.ndarray | None = None) -> go.Figure:
+    """Counts of ULP distances in power-of-two bins: 0 (bit-identical), 1, 2, 3–4, 5–8, ..., and ∞."""
+    return histogram_figure(ulp_counts(ulp, identical))
+
+
+def histogram_figure(counts: np.ndarray) -> go.Figure:
+    """The ULP histogram's bar chart from ulp_counts' layout."""
     labels = ["0 (identical)"]
-    counts = [int(same.sum())]
-    if finite.size:
-        exps = np.ceil(np.log2(np.maximum(finite, 1.0))).astype(np.int64)
-        hist = np.bincount(exps)
-        for e, count in enumerate(hist):
-            if e == 0:
-                label = "≤1"
-            elif e == 1:
-                label = "2"
-            else:
-                label = f"{2 ** (e - 1) + 1}–{2 ** e}"
-            labels.append(label)
-            counts.append(int(count))
+    values = [int(counts[0])]
+    for e, count in enumerate(counts[2:]):
+        labels.append("≤1" if e == 0 else "2" if e == 1 else f"{2 ** (e - 1) + 1}–{2 ** e}")
+        values.append(int(count))
     labels.append("∞ / NaN")
-    counts.append(int(diff.size - finite.size))
+    values.append(int(counts[1]))
     colours = [IDENTICAL_COLOUR] + ["#440154"] * (len(labels) - 2) + ["#b2182b"]
-    fig = go.Figure(go.Bar(x=labels, y=counts, marker_color=colours, hovertemplate="%{x} ULP: %{y} elements<extra></extra>"))
+    fig = go.Figure(go.Bar(x=labels, y=values, marker_color=colours, hovertemplate="%{x} ULP: %{y} elements<extra></extra>"))
     fig.update_layout(
         height=300,
         margin=dict(l=60, r=20, t=30, b=60),
@@ -608,28 +609,42 @@ def worst_elements(arrays: Mapping[str, np.ndarray], metric: Metric, k: int = 10
     for start in range(0, n, TILE_ELEMENTS):  # tile by tile: one candidate list, no full-size temporaries
         value = element_metric({key: a[start : start + TILE_ELEMENTS] for key, a in flat.items()}, metric, dtype)
         keep = np.flatnonzero(~np.isnan(value))
-        if keep.size > k:
-            keep = keep[np.argpartition(value[keep], -k)[-k:]]
+        if keep.size > k:  # every tie of the k-th value stays a candidate: the smallest index wins a tie
+            keep = keep[value[keep] >= np.partition(value[keep], -k)[-k]]
         best_idx = np.concatenate([best_idx, keep + start])
         best_val = np.concatenate([best_val, value[keep]])
         if best_idx.size > 4 * k:
-            top = np.argpartition(best_val, -k)[-k:]
+            top = np.lexsort((best_idx, -best_val))[:k]
             best_idx, best_val = best_idx[top], best_val[top]
     order = np.lexsort((best_idx, -best_val))[:k]
     idx = best_idx[order]
-    at = {key: a[idx] for key, a in flat.items()}
+    return _worst_rows({key: a[idx] for key, a in flat.items()}, idx, best_val[order], shape, dtype)
+
+
+def summary_worst(summary: Mapping[str, np.ndarray], metric: Metric, shape: Sequence[int], dtype: str | None = None) -> list[WorstElement] | None:
+    """worst_elements from the check's summary (engine.judge.summary), or None when it has none for the metric."""
+    key = f"worst.{metric.value}"
+    if f"{key}.position" not in summary:
+        return None
+    at = {k: summary[f"{key}.{k}"] for k in ("eager", "compiled", "ref") if f"{key}.{k}" in summary}
+    return _worst_rows(at, summary[f"{key}.position"].astype(np.int64), summary[f"{key}.value"], shape, dtype)
+
+
+def _worst_rows(at: Mapping[str, np.ndarray], idx: np.ndarray, values: np.ndarray, shape: Sequence[int], dtype: str | None) -> list[WorstElement]:
+    """Table rows of the elements at flat positions idx, whose eager/compiled/ref values are `at`."""
     abs_v = element_metric(at, Metric.ABS, dtype)
     rel_v = element_metric(at, Metric.REL, dtype) if _is_float(at["eager"]) else np.zeros(idx.size)
+    ulp_v = element_metric(at, Metric.ULP, dtype)
     return [
         WorstElement(
-            index=tuple(int(j) for j in np.unravel_index(int(i), shape)),
+            index=tuple(int(j) for j in np.unravel_index(int(i), tuple(shape))),
             eager=float(at["eager"][m]),
             compiled=float(at["compiled"][m]),
             ref=float(at["ref"][m]) if "ref" in at else None,
             abs_err=float(abs_v[m]),
             rel_err=float(rel_v[m]),
-            ulp=float(at["ulp"][m]) if "ulp" in at else float("nan"),
-            metric=float(best_val[order][m]),
+            ulp=float(ulp_v[m]),
+            metric=float(values[m]),
         )
         for m, i in enumerate(idx)
     ]

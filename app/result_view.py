@@ -44,17 +44,32 @@ def fmt(x: float | None) -> str:
 @st.cache_resource(max_entries=4, show_spinner="Loading arrays …")
 def leaf_arrays(run_dir: str, leaf_name: str) -> dict[str, np.ndarray]:
     result = CheckResult.load(Path(run_dir))
-    return result.load_arrays(result.leaf(leaf_name))
+    return result.load_arrays(result.leaf(leaf_name))  # memory-mapped (a run of the old format: read whole)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def leaf_summary(run_dir: str, leaf_name: str) -> dict[str, np.ndarray]:
+    result = CheckResult.load(Path(run_dir))
+    return result.load_summary(result.leaf(leaf_name))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _histogram(run_dir: str, leaf_name: str) -> Any:
+def _histogram(run_dir: str, leaf_name: str, dtype: str | None) -> Any:
+    summary = leaf_summary(run_dir, leaf_name)
+    if "histogram" in summary:
+        return hm.histogram_figure(summary["histogram"])
     arrays = leaf_arrays(run_dir, leaf_name)
-    return hm.ulp_histogram(arrays["ulp"], hm.bits_identical(arrays["eager"], arrays["compiled"]))
+    ulp = arrays["ulp"] if "ulp" in arrays else hm.views.ulp_distance(arrays["eager"], arrays["compiled"], dtype)
+    return hm.ulp_histogram(ulp, hm.bits_identical(arrays["eager"], arrays["compiled"]))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _worst(run_dir: str, leaf_name: str, metric: str, dtype: str | None) -> list[hm.WorstElement]:
+    summary = leaf_summary(run_dir, leaf_name)
+    if "shape" in summary:
+        rows = hm.summary_worst(summary, hm.Metric(metric), tuple(summary["shape"]), dtype)
+        if rows is not None:
+            return rows
     return hm.worst_elements(leaf_arrays(run_dir, leaf_name), hm.Metric(metric), 10, dtype)
 
 
@@ -206,22 +221,26 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
         st.info("No per-element arrays were stored for this leaf (not a tensor, a structural mismatch, or too large).")
         return
     arrays = leaf_arrays(record.run_dir, leaf.name)
-    if not arrays or "eager" not in arrays or "compiled" not in arrays:
+    summary = leaf_summary(record.run_dir, leaf.name)
+    full = "eager" in arrays and "compiled" in arrays
+    if not full and "shape" not in summary:
         st.info("The arrays of this leaf are missing from the run directory.")
         return
-    if arrays["eager"].shape != arrays["compiled"].shape:
+    if full and arrays["eager"].shape != arrays["compiled"].shape:
         st.info("Eager and compiled have different shapes; there is no element-wise map.")
         return
-    if arrays["eager"].ndim == 0:
+    if full and arrays["eager"].ndim == 0:
         st.markdown(f"scalar: eager `{arrays['eager'].item()!r}`, compiled `{arrays['compiled'].item()!r}`" + (f", fp64 `{arrays['ref'].item()!r}`" if "ref" in arrays else ""))
         return
-    heatmap_section(record, leaf, arrays)
+    shape = tuple(arrays["eager"].shape) if full else tuple(int(n) for n in summary["shape"])
+    metrics = hm.available_metrics(arrays) if full else hm.summary_metrics(summary)
+    heatmap_section(record, leaf, arrays, summary, shape, metrics)
     left, right = st.columns([2, 3])
     with left:
-        if "ulp" in arrays:
-            st.plotly_chart(_histogram(record.run_dir, leaf.name), key=f"hist:{record.id}:{leaf.name}", theme=None)
+        if "histogram" in summary or "ulp" in arrays or (full and metrics and hm.Metric.ULP in metrics):
+            st.plotly_chart(_histogram(record.run_dir, leaf.name, leaf.dtype), key=f"hist:{record.id}:{leaf.name}", theme=None)
     with right:
-        metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", hm.available_metrics(arrays)[0])
+        metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", metrics[0])
         worst_table(_worst(record.run_dir, leaf.name, hm.Metric(metric).value, leaf.dtype), hm.Metric(metric))
 
 
@@ -315,9 +334,13 @@ def clicked_block(event: Any, pooled: hm.Pooled) -> tuple[int, int] | None:
     return min(row // by, gh - 1), min(col // bx, gw - 1)
 
 
-def heatmap_section(record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np.ndarray]) -> None:
+def heatmap_section(
+    record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np.ndarray], summary: Mapping[str, np.ndarray], shape: tuple[int, ...], metrics: tuple[hm.Metric, ...]
+) -> None:
+    """The map of one slice: the check's own block maxima where it pooled this slice (no array is read),
+    else pooled here from the stored arrays; a picked block at full resolution from the stored arrays."""
     key = f"{record.id}:{leaf.name}"
-    metrics = hm.available_metrics(arrays)
+    full = "eager" in arrays and "compiled" in arrays
     metric = hm.Metric(
         st.radio(
             "Metric",
@@ -327,13 +350,23 @@ def heatmap_section(record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np
             key=f"metric:{key}",
         )
     )
-    shape = tuple(arrays["eager"].shape)
     worst = leaf.worst_index if leaf.worst_index is not None and len(leaf.worst_index) == len(shape) else None
-    spec = _spec_controls(key, shape, worst)
-    view = hm.heatmap(arrays, metric, spec, dtype=leaf.dtype, title=f"{leaf.name}: {metric.label}")
+    spec = _spec_controls(key, shape, worst) if full else hm.default_spec(shape, worst)
+    pooled_by_check = hm.summary_pooled(summary, metric, spec, shape)
+    if not full:
+        st.caption(
+            f"This leaf's {leaf.numel:,} elements were above the storage limit, so its values were not kept: the map is the one the "
+            "check pooled, of the slice through the worst element; other slices and full-resolution blocks need the values."
+        )
+        if pooled_by_check is None:
+            st.info("The check kept no map of this leaf (its slice is small enough to draw every element, which needs the values).")
+            return
+    view = hm.heatmap(arrays, metric, spec, dtype=leaf.dtype, title=f"{leaf.name}: {metric.label}", pooled=pooled_by_check)
     pooled = view.pooled
     modes = ("points", "box") if pooled.pooled else ("box",)
     event = st.plotly_chart(view.figure, key=f"heatmap:{key}", on_select="rerun", selection_mode=modes, theme=None, config={"displaylogo": False})
+    if not full:  # nothing to show at full resolution
+        return
     by, bx = pooled.block
     h, w = pooled.shape
     where = (spec.row_dim, spec.col_dim, tuple(sorted(spec.fixed().items())))
@@ -475,6 +508,9 @@ def details_tab(result: CheckResult) -> None:
     if result.environment:
         st.markdown("**Environment:** " + " · ".join(f"{k} {v}" for k, v in result.environment.items()))
     if result.stage_seconds:
-        st.markdown("**Stage times:** " + " · ".join(f"{k} {v:.2f} s" for k, v in result.stage_seconds.items()))
+        total = sum(result.stage_seconds.values())
+        st.markdown("**Stage times:** " + " · ".join(f"{k} {v:.2f} s" for k, v in result.stage_seconds.items()) + f" · **total {total:.2f} s**")
+    if result.peak_rss_mb is not None:
+        st.markdown(f"**Peak memory of the check:** {result.peak_rss_mb:,.0f} MiB (resident, including what it shares with the warm worker)")
     st.markdown("**Options**")
     st.code(json.dumps(result.options.to_json(), indent=1), language="json")

@@ -1,6 +1,6 @@
 """Every check and minimization the app starts, kept in SQLite so nothing is lost when the app stops.
 
-The database holds what the app needs to list and find runs; the result itself (result.json, arrays.npz,
+The database holds what the app needs to list and find runs; the result itself (result.json, arrays/,
 the snippet and its output) stays in the engine's run directory, which the row points to.
 
 Each row names its owner: the server process that started it (pid and start time, so a recycled pid

@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.judge.views import ulp_distance
+
 if TYPE_CHECKING:  # only for annotations: engine.result imports this module to render itself
     from engine.result import CheckResult, LeafResult
 
 _COLOURS = {"match": "#2e7d32", "benign": "#558b2f", "precision-cast": "#f9a825", "rng": "#7e57c2", "divergent": "#c62828", "error": "#6a1b9a"}
 _ROWS, _COLS = 12, 48
+_MAX_ELEMENTS = 1 << 22  # above this, a notebook's map is drawn from the check's summary, not from every value
 
 
 def pooled_max(values: np.ndarray, rows: int = _ROWS, cols: int = _COLS) -> np.ndarray:
@@ -44,6 +47,18 @@ def heatmap_html(ulp: np.ndarray) -> str:
     return f'<table style="border-collapse:collapse;border:0">{rows}</table><small>max ULP per block; grey = bit-identical</small>'
 
 
+def _ulp_map(result: CheckResult, leaf: LeafResult) -> np.ndarray | None:
+    """The leaf's ULP distances from its stored values; for a large leaf, the check's block maxima of its
+    slice through the worst element (bit-identical blocks at 0)."""
+    if leaf.numel > _MAX_ELEMENTS or leaf.numel == 0:
+        pooled = result.load_summary(leaf).get("pool.ulp.value")
+        return None if pooled is None else np.nan_to_num(pooled, nan=0.0)
+    arrays = result.load_arrays(leaf)
+    if "ulp" in arrays:  # a run stored before the values-only format
+        return arrays["ulp"]
+    return ulp_distance(arrays["eager"], arrays["compiled"], leaf.dtype) if "eager" in arrays else None
+
+
 def _worst(result: CheckResult, k: int = 5) -> list[LeafResult]:
     return sorted(result.leaves, key=lambda l: (-l.verdict.severity, -l.max_ulp))[:k]
 
@@ -66,9 +81,9 @@ def render_html(result: CheckResult) -> str:
             for l in worst
         )
         parts.append(f"<table><tr>{head}</tr>{body}</table>")
-        arrays = result.load_arrays(worst[0]) if worst[0].mismatches else {}
-        if "ulp" in arrays and arrays["ulp"].size:
-            parts.append(f"<div>{html.escape(worst[0].name)}:</div>" + heatmap_html(arrays["ulp"]))
+        ulp = _ulp_map(result, worst[0]) if worst[0].mismatches else None
+        if ulp is not None and ulp.size:
+            parts.append(f"<div>{html.escape(worst[0].name)}:</div>" + heatmap_html(ulp))
     if result.run_dir:
         parts.append(f"<small>run stored in {html.escape(result.run_dir)}</small>")
     return "".join(parts) + "</div>"

@@ -1,7 +1,7 @@
 """The typed result of a check: what was compared, what was found, and the generated code.
 
-A result serializes to JSON (small: figures and text) plus one compressed `.npz` of per-element arrays,
-so a viewer can draw heatmaps later without running anything again.
+A result serializes to JSON (small: figures and text) plus the per-element arrays and their summaries
+(engine.arrays), so a viewer can draw heatmaps later without running anything again.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from engine import arrays as stored_arrays
 from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict, Witness
 from engine.options import CheckOptions
 from engine.provenance import Provenance
 
 RESULT_FILE = "result.json"
-ARRAYS_FILE = "arrays.npz"
 TRACE_DIR = "trace"  # TORCH_TRACE logs, when the check ran with `trace`
 SCHEMA_VERSION = 1
 
@@ -54,7 +54,7 @@ class LeafResult:
     worst_index: tuple[int, ...] | None = None
     eager_value: str | None = None  # repr, for non-tensor leaves and the worst element
     compiled_value: str | None = None
-    arrays: str | None = None  # key prefix in the arrays file, when stored
+    arrays: str | None = None  # key of its arrays and/or summary in engine.arrays, when stored
     witness: Witness | None = None  # what decided the value verdict (engine.judge.verdicts.Witness)
 
     @property
@@ -119,6 +119,7 @@ class CheckResult:
     notes: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
     stage_seconds: Mapping[str, float] = field(default_factory=dict)
+    peak_rss_mb: float | None = None  # the check's process at its largest (what it shares with the warm worker included)
     output_tail: str = ""
     run_dir: str | None = None
     triton_cpu: str | None = None  # subfolder of run_dir holding the Triton-on-CPU pass, when one ran
@@ -169,15 +170,17 @@ class CheckResult:
         return render_html(self)
 
     def load_arrays(self, leaf: LeafResult) -> dict[str, np.ndarray]:
-        """The per-element arrays of a leaf: eager, compiled, and where computed ref, ulp."""
+        """The per-element arrays of a leaf, memory-mapped: eager, compiled, and where computed ref
+        (and ulp in a run stored before engine.arrays' format 2). {} when they were not kept."""
         if leaf.arrays is None or self.run_dir is None:
             return {}
-        path = Path(self.run_dir) / ARRAYS_FILE
-        if not path.exists():
+        return stored_arrays.read(Path(self.run_dir), leaf.arrays)
+
+    def load_summary(self, leaf: LeafResult) -> dict[str, np.ndarray]:
+        """The check's summary of a leaf (engine.judge.summary); {} for an older run or a small leaf."""
+        if leaf.arrays is None or self.run_dir is None:
             return {}
-        with np.load(path) as data:
-            prefix = leaf.arrays + "/"
-            return {k[len(prefix):]: data[k] for k in data.files if k.startswith(prefix)}
+        return stored_arrays.read_summary(Path(self.run_dir), leaf.arrays)
 
 
 def _to_jsonable(value: Any) -> Any:

@@ -11,6 +11,7 @@ an ERROR of kind BUSY. Queued time does not count against a check's wall-time li
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -44,6 +45,14 @@ class WorkerUnavailable(RuntimeError):
 class Progress:
     stage: str
     elapsed_s: float
+    stages: tuple[tuple[str, float], ...] = ()  # seconds of every stage so far, the current one up to now
+
+
+def _stage_name(stage: str) -> str:
+    """Queue positions are one stage; after the child's "done", writing and reading the result is another."""
+    if stage.startswith("queued"):
+        return "queued"
+    return "finishing" if stage == "done" else stage
 
 
 class Job:
@@ -57,6 +66,7 @@ class Job:
         self._started = time.monotonic()
         self._dispatched = self._started  # reset when it leaves the queue: the wall-time limit counts from there
         self._stage = "queued"
+        self._timeline: list[tuple[str, float]] = [("queued", self._started)]  # (stage, when it began)
         self._pid: int | None = None
         self._dequeue: Callable[["Job"], bool] | None = None  # set by the runner while the job waits in its queue
         self._kill_reason: tuple[ErrorKind, str] | None = None
@@ -66,7 +76,20 @@ class Job:
 
     @property
     def progress(self) -> Progress:
-        return Progress(self._stage, time.monotonic() - self._started)
+        now = time.monotonic()
+        return Progress(self._stage, now - self._started, tuple(self.stage_seconds(now).items()))
+
+    def stage_seconds(self, until: float | None = None) -> dict[str, float]:
+        """Seconds per stage, from the stage changes as this side saw them: queued, starting worker (the
+        worker's start when it was not running, else the fork), the child's stages, finishing. They add
+        up to the time since submission, so that every second is accounted for."""
+        now = time.monotonic() if until is None else until
+        timeline = list(self._timeline)
+        seconds: dict[str, float] = {}
+        for (stage, start), (_, end) in zip(timeline, timeline[1:] + [("", now)]):
+            name = _stage_name(stage)
+            seconds[name] = seconds.get(name, 0.0) + max(0.0, end - start)
+        return seconds
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -83,6 +106,8 @@ class Job:
     # -- called by the runner's threads --
     def _set_stage(self, stage: str) -> None:
         self._stage = stage
+        if not self._done.is_set():
+            self._timeline.append((stage, time.monotonic()))
         if self._on_progress is not None:
             try:
                 self._on_progress(self.progress)
@@ -126,7 +151,7 @@ class Job:
 
     def _end(self, kind: ErrorKind, message: str) -> None:
         """End without a child: refused (snippet, queue), or the worker could not take it."""
-        self._result = error_result(self.options, kind, message, run_dir=self.run_dir)
+        self._result = dataclasses.replace(error_result(self.options, kind, message, run_dir=self.run_dir), stage_seconds=self.stage_seconds())
         self._result.save(self.run_dir)
         self._stage = "done"
         self._done.set()
@@ -145,9 +170,11 @@ class Job:
             if reason is None:
                 reason = _death_reason(code, signum, self._stage)
             result = error_result(self.options, reason[0], reason[1], tail, self.run_dir)
-            result.save(self.run_dir)
         elif tail and not result.output_tail:
             result = _with_tail(result, tail)
+        # this side's clock covers the whole check, worker start and result included, with the same stages
+        result = dataclasses.replace(result, stage_seconds=self.stage_seconds())
+        result.save(self.run_dir)
         self._result = result
         self._stage = "done"
         self._done.set()
@@ -156,8 +183,6 @@ class Job:
 
 
 def _with_tail(result: CheckResult, tail: str) -> CheckResult:
-    import dataclasses
-
     error = result.error
     if error is not None and not error.output_tail:
         error = dataclasses.replace(error, output_tail=tail)

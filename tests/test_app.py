@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from app.store import DONE, RunRecord, RunStore  # noqa: E402
 from engine import CheckOptions, CheckResult, Runner, Verdict  # noqa: E402
+from engine.judge.views import ulp_distance  # noqa: E402
 from tests.apptest_helpers import check_in_app, has_button  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,6 +168,31 @@ def test_heatmap_figure_is_pooled_small_and_hovers_the_worst_element(app: AppTes
     # the block detail below shows the worst block at full resolution
     detail = json.loads(specs[1])["data"][0]
     assert detail["type"] == "heatmap" and decode(detail["z"]).shape[0] >= 2
+
+
+def test_a_run_stored_in_the_old_arrays_format_reopens_with_the_same_views(stored_run: tuple[str, CheckResult], divergence_home: Path):
+    """A run kept before the uncompressed format (one compressed arrays.npz, with a ulp array, no summary)
+    still opens; its map, histogram and worst elements, computed here from every element, are the ones the
+    check summarised for the new format."""
+    run_id, result = stored_run
+    old_dir = divergence_home / "runs" / f"{run_id}-npz"
+    shutil.copytree(result.run_dir, old_dir)
+    leaf = result.leaf("out")
+    arrays = dict(result.load_arrays(leaf))
+    arrays["ulp"] = ulp_distance(arrays["eager"], arrays["compiled"], leaf.dtype)
+    np.savez_compressed(old_dir / "arrays.npz", **{f"{leaf.arrays}/{kind}": value for kind, value in arrays.items()})
+    shutil.rmtree(old_dir / "arrays")
+    RunStore().add(RunRecord(old_dir.name, time.time(), "old format", "paste", str(old_dir), result.options.to_json()))
+
+    def views(run: str) -> tuple[str, str]:
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        at.query_params["run"] = run
+        at.run()
+        assert not at.exception
+        worst = next(df.value for df in at.dataframe if "ULP" in df.value.columns and "index" in df.value.columns)
+        return json.dumps([c["data"] for c in charts(at)]), worst.to_json()
+
+    assert views(old_dir.name) == views(run_id)
 
 
 def test_clicking_a_block_opens_it_at_full_resolution_and_the_block_inputs_follow(stored_run: tuple[str, CheckResult]):

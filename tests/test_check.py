@@ -119,8 +119,10 @@ def test_generated_code_graph_breaks_and_arrays_are_kept(check):
     assert kernels and all(k.language == "cpp" and "extern \"C\"" in k.source for k in kernels)
     assert "engine/" not in r.code.graph_breaks[0]
     arrays = r.load_arrays(r.leaf("out"))
-    assert set(arrays) == {"eager", "compiled", "ulp", "ref"} and arrays["eager"].shape == (16,)
-    assert np.array_equal(arrays["ulp"] == 0, arrays["eager"] == arrays["compiled"])
+    assert set(arrays) == {"eager", "compiled", "ref"} and arrays["eager"].shape == (16,)
+    assert isinstance(arrays["eager"], np.memmap)  # read block by block, never whole
+    summary = r.load_summary(r.leaf("out"))
+    assert summary["histogram"][0] == np.sum(arrays["eager"] == arrays["compiled"])  # its bit-identical count
 
 
 def test_cast_option_runs_the_model_in_bf16(check):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 
-from engine import CheckOptions, ErrorKind, Runner, Verdict
+import pytest
+
+from engine import CheckOptions, CheckResult, ErrorKind, Runner, Verdict
 
 LOOP = "import torch\ninputs = (torch.randn(3),)\ndef fn(x):\n    while True:\n        pass\n"
 SIMPLE = "import torch\ndef fn(x):\n    return x + 1\ninputs = (torch.ones(3),)\n"
@@ -17,13 +19,17 @@ def wait_for_stage(job, stage: str, limit: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def test_progress_stages_arrive_in_order(runner, tmp_path):
+def test_progress_stages_arrive_in_order_and_account_for_every_second(runner, tmp_path):
     stages: list[str] = []
-    runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path, on_progress=lambda p: stages.append(p.stage))
+    started = time.monotonic()
+    result = runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path, on_progress=lambda p: stages.append(p.stage))
+    wall = time.monotonic() - started
     seen = list(dict.fromkeys(stages))
-    for earlier, later in [("loading", "eager"), ("eager", "compiling"), ("compiling", "fp64 reference"), ("fp64 reference", "comparing")]:
-        assert seen.index(earlier) < seen.index(later), seen
-    assert seen[-1] == "done"
+    order = ["starting worker", "loading", "eager", "compiling", "fp64 reference", "comparing", "saving", "done"]
+    assert [s for s in seen if s in order] == order, seen
+    assert set(order[:-1]) | {"finishing"} <= set(result.stage_seconds)
+    assert sum(result.stage_seconds.values()) == pytest.approx(wall, abs=0.1)  # the worker's start and the result's reading too
+    assert CheckResult.load(tmp_path).stage_seconds == result.stage_seconds
 
 
 def test_cancel_stops_the_job_and_nothing_else(runner, tmp_path):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from app.cli.arguments import config_pair
 from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
-from engine.result import ARRAYS_FILE, CheckResult
+from engine import arrays as stored_arrays
+from engine.result import CheckResult
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,10 +101,9 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
 
 def write_json(result: CheckResult, out: Path) -> None:
     data = result.to_json()
-    arrays = Path(result.run_dir) / ARRAYS_FILE if result.run_dir else None
-    if arrays is not None and arrays.exists():
-        target = out.with_suffix(".npz")
-        shutil.copyfile(arrays, target)
+    target = out.with_suffix(".npz")
+    keys = [leaf.arrays for leaf in result.leaves if leaf.arrays is not None]
+    if result.run_dir and stored_arrays.export(Path(result.run_dir), keys, target):
         data["arrays_file"] = target.name
     out.write_text(json.dumps(data, indent=1))
 

@@ -18,7 +18,8 @@ import torch
 from engine.child import casting, faithful
 from engine.child.leaves import UnsupportedOutput, flatten, map_tensors, tensors_of
 from engine.judge import oracle
-from engine.judge.metrics import LOW_PRECISION, bitwise_equal, compare_values
+from engine.judge.metrics import LOW_PRECISION, Operands, bitwise_equal, operands
+from engine.judge.summary import summarize
 from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 from engine.judge.witness import FaithfulReference
 from engine.result import LeafResult
@@ -63,10 +64,19 @@ class CallSettings:
             self.notes.append(text)
 
 
+@dataclass(frozen=True)
+class StoredLeaf:
+    """What is kept of a compared leaf for viewers: its operands (still on their device) unless it is
+    above the storage limit, and the check's summary of it (engine.judge.summary)."""
+
+    operands: Operands | None
+    summary: dict[str, np.ndarray]
+
+
 @dataclass
 class CallOutcome:
     leaves: list[LeafResult]
-    arrays: dict[str, dict[str, np.ndarray]]  # leaf name -> arrays
+    arrays: dict[str, StoredLeaf]  # by leaf name
     low_precision: bool
     drew_random: bool = False  # eager's call advanced the default generator: the program draws random numbers
 
@@ -280,7 +290,7 @@ class _LeafBuilder:
         self.faithful = faithful  # what the faithful reference did differently, when the reference is that one
         self.plain = plain or {}  # leaf name -> eager's error (RMS, max) against the plain fp64 reference
         self.leaves: list[LeafResult] = []
-        self.arrays: dict[str, dict[str, np.ndarray]] = {}
+        self.arrays: dict[str, StoredLeaf] = {}
         self.low_precision = False
 
     def outputs(self, e_out: Any, c_out: Any, r_out: Any) -> None:
@@ -387,7 +397,8 @@ class _LeafBuilder:
         if _significant_strides(e_t) != _significant_strides(c_t):
             structural.append(Symptom.STRIDE)
             problems.append(f"strides {list(stride)} vs compiled {list(c_stride)}")
-        metrics, arrays = compare_values(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
+        ops = operands(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
+        metrics, summary = summarize(ops, dtype)
         note = None
         if self.faithful is not None:
             plain_rms, plain_max = self.plain.get(full, (None, None))
@@ -399,11 +410,15 @@ class _LeafBuilder:
             symptoms = (*structural, *symptoms)
             explanation = "; ".join(problems) + ("" if j.verdict is Verdict.MATCH else f"; values: {j.explanation}")
         stored = None
-        if e_t.numel() <= self.settings.max_stored_elements:
+        if e_t.numel():
             stored = full
-            self.arrays[full] = arrays
-        elif e_t.numel():
-            self.settings.note(f"{full}: {e_t.numel()} elements exceed the storage limit; per-element arrays were not kept")
+            keep = e_t.numel() <= self.settings.max_stored_elements
+            self.arrays[full] = StoredLeaf(ops if keep else None, summary)
+            if not keep:
+                self.settings.note(
+                    f"{full}: {e_t.numel()} elements exceed the storage limit of {self.settings.max_stored_elements}; only the check's "
+                    "summary was kept (the heatmap's blocks of the slice through the worst element, the worst elements, the ULP histogram)"
+                )
         self.leaves.append(
             LeafResult(
                 full,

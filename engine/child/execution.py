@@ -18,13 +18,15 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
+from engine import arrays as stored_arrays
 from engine.child import casting
 from engine.child.capture import capture_generated_code
-from engine.child.comparison import CallOutcome, CallSettings, StageError, compare_call, seed_everything, stage_error
+from engine.child.comparison import CallOutcome, CallSettings, StageError, StoredLeaf, compare_call, seed_everything, stage_error
 from engine.judge import oracle
+from engine.judge.metrics import host_array
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, worst
 from engine.options import CheckOptions
-from engine.result import ARRAYS_FILE, TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
+from engine.result import TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
 from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
 
 _CAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -80,7 +82,7 @@ def run_check(
     notes: tuple[str, ...] = (),
     after: Callable[[Run, CheckResult], None] | None = None,
 ) -> CheckResult:
-    """Check a snippet and write result.json and arrays.npz into run_dir. Never raises for user errors.
+    """Check a snippet and write result.json and its arrays (engine.arrays) into run_dir. Never raises for user errors.
 
     `namespace` replaces executing the source (the explicit in-process mode of `engine.check`).
     `after` runs once the result is saved, in the same process and state (a localization step).
@@ -111,12 +113,14 @@ def run_check(
         return _finish_error(run, run_dir, ErrorInfo(exc.kind, exc.message, exc.tb), run.code)
     except _OptionsProblem as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.OPTIONS, str(exc)), run.code)
-    run.emit("done")
     verdict = worst([leaf.verdict for leaf in leaves])
     explanation = oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])
     if len(seeds) > 1:
         explanation += f"; over {len(seeds)} seeds: " + ", ".join(f"{s.seed}: {s.verdict.value}" for s in seeds)
-    _save_arrays(run_dir, arrays, leaves)
+    if arrays:
+        run.emit("saving")
+        _save_arrays(run_dir, arrays)
+    run.emit("done")
     result = CheckResult(
         verdict=verdict,
         explanation=explanation,
@@ -128,6 +132,7 @@ def run_check(
         notes=tuple(run.notes),
         environment=environment(run.device),
         stage_seconds=run.stage_seconds,
+        peak_rss_mb=peak_rss_mb(),
         run_dir=str(run_dir),
     )
     run.guard_fork()
@@ -338,9 +343,9 @@ class _CheckedCallable:
         return getattr(self.__dict__["_compiled"], name)
 
 
-def merge_outcomes(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[str, dict[str, np.ndarray]], bool]:
+def merge_outcomes(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[str, StoredLeaf], bool]:
     leaves: list[LeafResult] = []
-    arrays: dict[str, dict[str, np.ndarray]] = {}
+    arrays: dict[str, StoredLeaf] = {}
     low = False
     for o in outcomes:
         leaves.extend(o.leaves)
@@ -349,9 +354,9 @@ def merge_outcomes(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[
     return leaves, arrays, low
 
 
-def _pick_worst_seed(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[list[LeafResult], list[SeedOutcome], dict[str, dict[str, np.ndarray]]]:
+def _pick_worst_seed(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[list[LeafResult], list[SeedOutcome], dict[str, StoredLeaf]]:
     seeds: list[SeedOutcome] = []
-    best: tuple[int, list[LeafResult], dict[str, dict[str, np.ndarray]]] | None = None
+    best: tuple[int, list[LeafResult], dict[str, StoredLeaf]] | None = None
     for seed, calls in outcomes:
         leaves, arrays, _ = merge_outcomes(calls)
         verdict = worst([l.verdict for l in leaves])
@@ -475,13 +480,16 @@ def _recheck(run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome], reche
     return updated
 
 
-def _save_arrays(run_dir: Path, arrays: dict[str, dict[str, np.ndarray]], leaves: list[LeafResult]) -> None:
-    flat = {f"{leaf}/{kind}": value for leaf, group in arrays.items() for kind, value in group.items()}
-    if flat:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        tmp = run_dir / (ARRAYS_FILE + ".tmp.npz")
-        np.savez_compressed(tmp, **flat)  # type: ignore[arg-type]
-        tmp.replace(run_dir / ARRAYS_FILE)
+def _save_arrays(run_dir: Path, arrays: dict[str, StoredLeaf]) -> None:
+    """Every kept leaf's values, copied to the host one leaf at a time (engine.arrays' uncompressed files)."""
+
+    def leaves() -> Iterator[tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        for name, leaf in arrays.items():
+            ops = leaf.operands
+            values = {} if ops is None else {"eager": ops.eager, "compiled": ops.compiled, "ref": ops.ref}
+            yield name, {kind: host_array(t) for kind, t in values.items() if t is not None}, leaf.summary
+
+    stored_arrays.write(run_dir, leaves())
 
 
 def _finish_error(run: Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode) -> CheckResult:
@@ -496,11 +504,19 @@ def _finish_error(run: Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode
         notes=tuple(run.notes),
         environment=environment(run.device),
         stage_seconds=run.stage_seconds,
+        peak_rss_mb=peak_rss_mb(),
         run_dir=str(run_dir),
     )
     run.guard_fork()
     result.save(run_dir)
     return result
+
+
+def peak_rss_mb() -> float:
+    """This process's largest resident set so far, in MiB (Linux reports kilobytes)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def environment(device: str) -> dict[str, str]:

@@ -212,7 +212,7 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
 
     from engine.child.casting import to_fp64_tensor
     from engine.judge import oracle
-    from engine.judge.metrics import compare_values
+    from engine.judge.metrics import value_metrics
 
     eager = _interpret(graph.reference, graph.inputs or [])
     try:
@@ -233,7 +233,7 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
             continue
         r = ref.get(name)
         r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
-        metrics, _ = compare_values(e, compiled, r)
+        metrics = value_metrics(e, compiled, r)
         j = oracle.judge_values(metrics, strict=options.strict, factor=options.benign_factor, noise_ulps=options.noise_ulps)
         if j.verdict is Verdict.DIVERGENT:
             diffs.append(NodeDiff(index, name, op, j.verdict, j.explanation, metrics.mismatches, metrics.numel, metrics.max_ulp))

@@ -1,12 +1,24 @@
 """Per-element comparison of an eager tensor, a compiled tensor and an fp64 reference.
 
-Runs inside the worker (it needs torch). Everything it returns is plain numbers plus numpy arrays,
-so the verdict rules in `engine.judge.oracle` stay free of torch.
+Runs inside the worker (it needs torch), in torch on the device where the outputs are, chunk by chunk:
+a chunk's temporaries stay small (in cache on a CPU, a bounded slice of memory on a GPU), so a 1e8-element
+output costs its operands plus a few chunks, not a dozen float64 copies of itself. Only figures come back
+to the host: counts, maxima, sums for the RMS and the worst element. Elements whose bits agree cannot
+contribute to any difference figure, so those figures are computed on the differing elements alone;
+the error against fp64 covers every element.
+
+Everything it returns is plain numbers, so the verdict rules in `engine.judge.oracle` stay free of torch.
+Invariants (tested against the whole-tensor version this replaced, tests/reference_metrics.py): the
+counts, maxima, ULP figures and the worst element are exactly the same; the RMS figures against fp64 sum
+in another order, so they agree to a relative 1e-12.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterator, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -20,6 +32,10 @@ _DEFAULT_TOLERANCES = {
 }
 _INT_VIEW = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32, torch.float64: torch.int64}
 LOW_PRECISION = (torch.float16, torch.bfloat16)
+# elements per chunk: a CPU chunk's float64 temporaries (512 kB each) stay in cache; a GPU's amortise launches
+CHUNK_ELEMENTS_CPU = 1 << 16
+CHUNK_ELEMENTS_DEVICE = 1 << 24
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -88,123 +104,319 @@ def as_real(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def compare_values(
-    eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor | None
-) -> tuple[ValueMetrics, dict[str, np.ndarray]]:
-    """Compare two tensors of equal shape and dtype element by element; `ref` is the fp64 reference or None."""
-    eager, compiled = as_real(eager.detach()).cpu(), as_real(compiled.detach()).cpu()
-    if ref is not None:
-        ref = as_real(ref.detach()).cpu().to(torch.float64)
-        if ref.shape != eager.shape:
-            ref = None
-    same_bits = bitwise_equal(eager, compiled)
-    mismatches = int((~same_bits).sum())
-    numel = eager.numel()
-    if not eager.dtype.is_floating_point:
-        return _compare_exact(eager, compiled, same_bits, mismatches)
+@dataclass(frozen=True)
+class Operands:
+    """Eager, compiled and fp64 reference as they are compared: real views, contiguous, on eager's device."""
 
-    e64, c64 = eager.to(torch.float64), compiled.to(torch.float64)
-    nan_e, nan_c = torch.isnan(eager), torch.isnan(compiled)
-    inf_e, inf_c = torch.isinf(eager), torch.isinf(compiled)
-    nan_mismatch = nan_e ^ nan_c
-    inf_mismatch = (inf_e ^ inf_c) | (inf_e & inf_c & (torch.signbit(eager) != torch.signbit(compiled)))
-    signed_zero = (eager == 0) & (compiled == 0) & (torch.signbit(eager) != torch.signbit(compiled))
-    ulp = ulp_distance(eager, compiled)
-    finite = torch.isfinite(e64) & torch.isfinite(c64)
-    abs_err = torch.where(finite, (e64 - c64).abs(), torch.zeros_like(e64))
-    rel_err = torch.where(finite, abs_err / e64.abs().clamp_min(torch.finfo(torch.float64).tiny), torch.zeros_like(e64))
-    rel_err = torch.where(abs_err == 0, torch.zeros_like(rel_err), rel_err)
-    badness = torch.where(nan_mismatch | inf_mismatch, torch.full_like(ulp, float("inf")), ulp)
-    badness = torch.where(signed_zero, torch.full_like(ulp, 0.5), badness)  # a sign-only difference still locates the worst element
-    worst_flat = int(torch.argmax(torch.where(same_bits, torch.full_like(badness, -1.0), badness))) if mismatches else None
+    eager: torch.Tensor
+    compiled: torch.Tensor
+    ref: torch.Tensor | None  # float64, same shape, or None
 
-    rtol, atol = _DEFAULT_TOLERANCES.get(eager.dtype, (1.3e-6, 1e-5))
-    within = bool(torch.isclose(c64, e64, rtol=rtol, atol=atol, equal_nan=True).all())
-    eps = float(torch.finfo(eager.dtype).eps)
+    @property
+    def exact(self) -> bool:
+        return not self.eager.dtype.is_floating_point
 
+    @property
+    def step(self) -> int:
+        """Elements per chunk on this device."""
+        return CHUNK_ELEMENTS_CPU if self.eager.device.type == "cpu" else CHUNK_ELEMENTS_DEVICE
+
+
+def operands(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor | None) -> Operands:
+    """Prepare two tensors of equal shape and dtype (and a reference, dropped unless it has their shape)."""
+    eager = as_real(eager.detach()).contiguous()
+    compiled = as_real(compiled.detach()).to(eager.device).contiguous()
+    if ref is not None and eager.dtype.is_floating_point:
+        ref = as_real(ref.detach())
+        ref = ref.to(device=eager.device, dtype=torch.float64).contiguous() if ref.shape == eager.shape else None
+    else:
+        ref = None  # an exact dtype is judged without one
+    return Operands(eager, compiled, ref)
+
+
+def differing(eager: torch.Tensor, compiled: torch.Tensor) -> torch.Tensor:
+    """Flat positions (int64, ascending) where two flat chunks' bits differ."""
+    if eager.dtype.is_floating_point:
+        view = _INT_VIEW[eager.dtype]
+        return torch.nonzero(eager.view(view) != compiled.view(view)).reshape(-1)
+    return torch.nonzero(eager != compiled).reshape(-1)
+
+
+def scan(ops: Operands, chunk: Callable[[int, int], T], start: int = 0, stop: int | None = None) -> Iterator[T]:
+    """chunk(start, stop) over consecutive flat ranges of the operands, results in order.
+
+    On a CPU the chunks run on a few Python threads with one intra-op thread each: torch's own parallelism
+    synchronises its threads at every op, and on a busy machine each such barrier can wait a scheduler
+    slice (milliseconds) for a descheduled peer, which hundreds of small ops turn into seconds.
+    """
+    stop = ops.eager.numel() if stop is None else stop
+    ranges = [(a, min(a + ops.step, stop)) for a in range(start, stop, ops.step)]
+    threads = min(torch.get_num_threads(), len(ranges))
+    if ops.eager.device.type != "cpu" or threads < 2:
+        for a, b in ranges:
+            yield chunk(a, b)
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(threads, thread_name_prefix="compare") as pool:
+            yield from pool.map(lambda r: chunk(*r), ranges)
+    finally:
+        torch.set_num_threads(previous)
+
+
+@dataclass
+class Differences:
+    """The elements of one chunk whose bits differ, with what every figure of them needs, computed once."""
+
+    positions: torch.Tensor  # flat indices into the whole tensor, ascending
+    eager: torch.Tensor  # their values, in the compared dtype
+    compiled: torch.Tensor
+    ref: torch.Tensor | None  # float64
+    ulp: torch.Tensor  # float64 ULP distance (exact dtypes: the absolute difference)
+    finite: bool  # every eager and compiled value here is finite (the usual case: no NaN/inf handling)
+    eager64: torch.Tensor  # the values in float64
+    compiled64: torch.Tensor
+    abs_err: torch.Tensor  # float64 |eager - compiled| where both are finite, else 0 (exact dtypes: = ulp)
+    rel_err: torch.Tensor | None = None  # abs_err / max(|eager|, tiny); None for exact dtypes
+
+
+class ChunkObserver(Protocol):
+    """Sees the differing elements of every chunk as the metrics pass over them (the heatmap summaries)."""
+
+    def differing(self, d: Differences) -> Any:
+        """On a worker thread; returns a partial result for `combine`."""
+
+    def combine(self, partial: Any) -> None:
+        """On the caller's thread, once per chunk with differing elements, in chunk order."""
+
+
+@dataclass
+class _Figures:
+    """One chunk's figures, or the running total; combined in chunk order, so that no result depends on
+    which thread ran which chunk."""
+
+    mismatches: int = 0
+    nan: int = 0
+    inf: int = 0
+    signed_zero: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    max_ulp: float = 0.0
+    within: bool = True
+    worst: int | None = None
+    worst_badness: float = -math.inf
+    count: int = 0  # elements usable against the reference
+    sums: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of squares: reference, eager's error, compiled's error
+    maxima: tuple[float, float, float] = (0.0, 0.0, 0.0)  # largest magnitudes of the same
+    observed: Any = None
+
+    def add(self, o: "_Figures") -> None:
+        self.mismatches += o.mismatches
+        self.nan += o.nan
+        self.inf += o.inf
+        self.signed_zero += o.signed_zero
+        self.max_abs, self.max_rel, self.max_ulp = max(self.max_abs, o.max_abs), max(self.max_rel, o.max_rel), max(self.max_ulp, o.max_ulp)
+        self.within = self.within and o.within
+        if o.worst_badness > self.worst_badness:  # strictly: an earlier chunk keeps a tie, as one argmax would
+            self.worst, self.worst_badness = o.worst, o.worst_badness
+        self.count += o.count
+        self.sums = (self.sums[0] + o.sums[0], self.sums[1] + o.sums[1], self.sums[2] + o.sums[2])
+        self.maxima = (max(self.maxima[0], o.maxima[0]), max(self.maxima[1], o.maxima[1]), max(self.maxima[2], o.maxima[2]))
+
+
+def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetrics:
+    """Every figure of ValueMetrics, chunk by chunk on the operands' device."""
+    eager, compiled = ops.eager.reshape(-1), ops.compiled.reshape(-1)
+    ref = None if ops.ref is None else ops.ref.reshape(-1)
+
+    def chunk(start: int, stop: int) -> _Figures:
+        e, c = eager[start:stop], compiled[start:stop]
+        r = None if ref is None else ref[start:stop]
+        where = differing(e, c)
+        figures = _Figures()
+        if where.numel():
+            d = differences(where + start, e[where], c[where], None if r is None else r[where])
+            (_exact_figures if ops.exact else _float_figures)(figures, d)
+            if observer is not None:
+                figures.observed = observer.differing(d)
+        if r is not None:
+            _reference_chunk(figures, e, c, r)
+        return figures
+
+    totals = _Figures()
+    for figures in scan(ops, chunk):
+        totals.add(figures)
+        if observer is not None and figures.observed is not None:
+            observer.combine(figures.observed)
+    return _metrics(ops, totals)
+
+
+def differences(positions: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor | None) -> Differences:
+    """The Differences of elements known to differ in their bits."""
+    if not e.dtype.is_floating_point:
+        diff = (e.to(torch.int64) - c.to(torch.int64)).abs().to(torch.float64)
+        return Differences(positions, e, c, None, diff, True, e.to(torch.float64), c.to(torch.float64), diff)
+    e64, c64 = e.to(torch.float64), c.to(torch.float64)
+    # a NaN or inf anywhere makes the dot product non-finite (so does an overflow: that only costs the slow path)
+    finite = math.isfinite(float(torch.dot(e64, c64)))
+    if finite:
+        ulp = _finite_ulp(e, c) if e.element_size() < 8 else ulp_distance(e, c)
+        abs_err = (e64 - c64).abs()
+    else:
+        ulp = ulp_distance(e, c)
+        zero = torch.zeros((), dtype=torch.float64, device=e.device)
+        abs_err = torch.where(torch.isfinite(e64) & torch.isfinite(c64), (e64 - c64).abs(), zero)
+    rel_err = abs_err / e64.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    return Differences(positions, e, c, r, ulp, finite, e64, c64, abs_err, rel_err)
+
+
+def _finite_ulp(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """ulp_distance for finite floats of at most 32 bits: ordered in their own width, differenced in int64."""
+    view = _INT_VIEW[a.dtype]
+    low = torch.iinfo(view).min
+
+    def ordered(t: torch.Tensor) -> torch.Tensor:
+        bits = t.view(view)
+        return torch.where(bits < 0, low - bits, bits).to(torch.int64)  # -0.0 and +0.0 at 0, as ordered_bits
+
+    return (ordered(a) - ordered(b)).abs().to(torch.float64)
+
+
+def _exact_figures(f: _Figures, d: Differences) -> None:
+    """Integers and bools: the absolute difference is both the error and the "ULP" distance."""
+    i = int(torch.argmax(d.ulp))
+    f.mismatches = d.positions.numel()
+    f.max_abs = f.max_ulp = f.worst_badness = float(d.ulp[i])
+    f.worst = int(d.positions[i])
+
+
+def _float_figures(f: _Figures, d: Differences) -> None:
+    """The differing elements of one chunk: every figure that identical bits leave at zero."""
+    e, c, ulp, e64, c64 = d.eager, d.compiled, d.ulp, d.eager64, d.compiled64
+    assert d.rel_err is not None
+    rtol, atol = _DEFAULT_TOLERANCES.get(e.dtype, (1.3e-6, 1e-5))
+    if d.finite:  # no NaN or inf: two zeros whose bits differ differ in sign
+        nan_mismatch = inf_mismatch = None
+        signed_zero = (e64 == 0) & (c64 == 0)
+        badness = torch.where(signed_zero, torch.full_like(ulp, 0.5), ulp)
+        # torch.isclose(c64, e64), which is this for finite values
+        outside = (d.abs_err > atol + rtol * e64.abs()).any()
+        counts = [torch.zeros((), device=e.device), torch.zeros((), device=e.device), signed_zero.sum()]
+    else:
+        nan_e, nan_c = torch.isnan(e), torch.isnan(c)
+        inf_e, inf_c = torch.isinf(e), torch.isinf(c)
+        sign_differs = torch.signbit(e) != torch.signbit(c)
+        nan_mismatch = nan_e ^ nan_c
+        inf_mismatch = (inf_e ^ inf_c) | (inf_e & inf_c & sign_differs)
+        signed_zero = (e == 0) & (c == 0) & sign_differs
+        badness = torch.where(nan_mismatch | inf_mismatch, torch.full_like(ulp, float("inf")), ulp)
+        badness = torch.where(signed_zero, torch.full_like(ulp, 0.5), badness)  # a sign-only difference still locates the worst element
+        outside = ~torch.isclose(c64, e64, rtol=rtol, atol=atol, equal_nan=True).all()
+        counts = [nan_mismatch.sum(), inf_mismatch.sum(), signed_zero.sum()]
+    rel_err = torch.where(d.abs_err == 0, torch.zeros_like(d.rel_err), d.rel_err) if not d.finite else d.rel_err
+    i = torch.argmax(badness)
+    figures = torch.stack(
+        [*(x.to(torch.float64) for x in counts), d.abs_err.max(), rel_err.max(), ulp.max(), badness[i], i.to(torch.float64), outside.to(torch.float64)]
+    ).tolist()  # one transfer from the device
+    f.mismatches = d.positions.numel()
+    f.nan, f.inf, f.signed_zero = int(figures[0]), int(figures[1]), int(figures[2])
+    f.max_abs, f.max_rel, f.max_ulp, f.worst_badness = figures[3], figures[4], figures[5], figures[6]
+    f.worst = int(d.positions[int(figures[7])])
+    f.within = not figures[8]
+
+
+def _reference_chunk(f: _Figures, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor) -> None:
+    """Both sides' error against fp64 over one chunk, from sums of squares and extremes.
+
+    A non-finite eager, compiled or reference value makes one of the three sums non-finite; only such a
+    chunk pays for masking them out (the figures count the usable elements only).
+    """
+    err_e, err_c = e.to(torch.float64) - r, c.to(torch.float64) - r
+    figures = _squares_and_extremes(r, err_e, err_c)
+    n = e.numel()
+    if not all(math.isfinite(x) for x in figures[:3]):
+        usable = torch.isfinite(e) & torch.isfinite(c) & torch.isfinite(r)
+        n = int(usable.sum())
+        if n == 0:
+            return
+        zero = torch.zeros((), dtype=torch.float64, device=e.device)
+        figures = _squares_and_extremes(torch.where(usable, r, zero), torch.where(usable, err_e, zero), torch.where(usable, err_c, zero))
+    f.count = n
+    f.sums = (figures[0], figures[1], figures[2])
+    f.maxima = (figures[3], figures[4], figures[5])
+
+
+def _squares_and_extremes(*xs: torch.Tensor) -> list[float]:
+    """The sum of squares of each, then the largest magnitude of each (one transfer from the device)."""
+    sums = [torch.dot(x, x) for x in xs]
+    extremes = [torch.stack(torch.aminmax(x)).abs().max() for x in xs]
+    return torch.stack(sums + extremes).tolist()
+
+
+def _metrics(ops: Operands, t: _Figures) -> ValueMetrics:
+    eager = ops.eager
     ref_stats: dict[str, float | None] = dict.fromkeys(
         ("ref_rms", "ref_max", "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max")
     )
-    arrays = {"eager": _to_numpy(eager), "compiled": _to_numpy(compiled), "ulp": ulp.numpy()}
-    if ref is not None:
-        usable = finite & torch.isfinite(ref)
-        if bool(usable.any()):
-            r = ref[usable]
-            err_e, err_c = (e64[usable] - r).abs(), (c64[usable] - r).abs()
-            ref_stats = {
-                "ref_rms": _rms(r),
-                "ref_max": float(r.abs().max()),
-                "eager_ref_rms": _rms(err_e),
-                "compiled_ref_rms": _rms(err_c),
-                "eager_ref_max": float(err_e.max()),
-                "compiled_ref_max": float(err_c.max()),
-            }
-        arrays["ref"] = ref.numpy()
+    if t.count:
+        (ref_sq, eager_sq, compiled_sq), (ref_max, eager_max, compiled_max) = t.sums, t.maxima
+        ref_stats = {
+            "ref_rms": math.sqrt(ref_sq / t.count),
+            "ref_max": ref_max,
+            "eager_ref_rms": math.sqrt(eager_sq / t.count),
+            "compiled_ref_rms": math.sqrt(compiled_sq / t.count),
+            "eager_ref_max": eager_max,
+            "compiled_ref_max": compiled_max,
+        }
+    worst = t.worst if t.mismatches else None
 
-    def value_at(t: torch.Tensor | None) -> str | None:
-        return None if t is None or worst_flat is None else repr(t.reshape(-1)[worst_flat].item())
+    def value_at(x: torch.Tensor | None) -> str | None:
+        return None if x is None or worst is None else repr(x.reshape(-1)[worst].item())
 
-    metrics = ValueMetrics(
-        numel=numel,
-        exact_dtype=False,
+    return ValueMetrics(
+        numel=eager.numel(),
+        exact_dtype=ops.exact,
         low_precision=eager.dtype in LOW_PRECISION,
-        mismatches=mismatches,
-        max_abs=float(abs_err.max()) if numel else 0.0,
-        max_rel=float(rel_err.max()) if numel else 0.0,
-        max_ulp=float(ulp.max()) if numel else 0.0,
-        nan_mismatches=int(nan_mismatch.sum()),
-        inf_mismatches=int(inf_mismatch.sum()),
-        signed_zero_mismatches=int(signed_zero.sum()),
-        within_default_tolerance=within,
-        eps=eps,
-        worst_index=_unravel(worst_flat, tuple(eager.shape)),
+        mismatches=t.mismatches,
+        max_abs=t.max_abs,
+        max_rel=t.max_rel,
+        max_ulp=t.max_ulp,
+        nan_mismatches=t.nan,
+        inf_mismatches=t.inf,
+        signed_zero_mismatches=t.signed_zero,
+        within_default_tolerance=t.within if not ops.exact else t.mismatches == 0,
+        eps=0.0 if ops.exact else float(torch.finfo(eager.dtype).eps),
+        worst_index=_unravel(worst, tuple(eager.shape)),
         eager_value=value_at(eager),
-        compiled_value=value_at(compiled),
-        ref_value=value_at(ref),
+        compiled_value=value_at(ops.compiled),
+        ref_value=value_at(ops.ref),
         **ref_stats,
     )
-    return metrics, arrays
 
 
-def _compare_exact(
-    eager: torch.Tensor, compiled: torch.Tensor, same: torch.Tensor, mismatches: int
+def value_metrics(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor | None) -> ValueMetrics:
+    """Compare two tensors of equal shape and dtype element by element; `ref` is the fp64 reference or None."""
+    return measure(operands(eager, compiled, ref))
+
+
+def compare_values(
+    eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor | None
 ) -> tuple[ValueMetrics, dict[str, np.ndarray]]:
-    diff = (eager.to(torch.int64) - compiled.to(torch.int64)).abs().to(torch.float64) if eager.numel() else torch.zeros(0)
-    worst_flat = int(torch.argmax(diff)) if mismatches else None
-    arrays = {"eager": eager.numpy(), "compiled": compiled.numpy(), "ulp": diff.numpy()}
-    metrics = ValueMetrics(
-        numel=eager.numel(),
-        exact_dtype=True,
-        low_precision=False,
-        mismatches=mismatches,
-        max_abs=float(diff.max()) if eager.numel() else 0.0,
-        max_rel=0.0,
-        max_ulp=float(diff.max()) if eager.numel() else 0.0,
-        nan_mismatches=0,
-        inf_mismatches=0,
-        signed_zero_mismatches=0,
-        within_default_tolerance=mismatches == 0,
-        eps=0.0,
-        ref_rms=None,
-        ref_max=None,
-        eager_ref_rms=None,
-        compiled_ref_rms=None,
-        eager_ref_max=None,
-        compiled_ref_max=None,
-        worst_index=_unravel(worst_flat, tuple(eager.shape)),
-        eager_value=None if worst_flat is None else repr(eager.reshape(-1)[worst_flat].item()),
-        compiled_value=None if worst_flat is None else repr(compiled.reshape(-1)[worst_flat].item()),
-        ref_value=None,
-    )
+    """value_metrics plus every element on the host (eager, compiled, ulp and ref): for small tensors."""
+    ops = operands(eager, compiled, ref)
+    metrics = measure(ops)
+    e, c = ops.eager.cpu(), ops.compiled.cpu()
+    ulp = (e.to(torch.int64) - c.to(torch.int64)).abs().to(torch.float64) if ops.exact else ulp_distance(e, c)
+    arrays = {"eager": host_array(e), "compiled": host_array(c), "ulp": ulp.numpy()}
+    if ops.ref is not None:
+        arrays["ref"] = ops.ref.cpu().numpy()
     return metrics, arrays
 
 
-def _rms(t: torch.Tensor) -> float:
-    return float(t.square().mean().sqrt())
-
-
-def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    # numpy has no bfloat16; float32 holds every bfloat16 value exactly
+def host_array(t: torch.Tensor) -> np.ndarray:
+    """A tensor as numpy on the host; numpy has no bfloat16, and float32 holds every bfloat16 value exactly."""
+    t = t.detach().cpu()
     return (t.to(torch.float32) if t.dtype == torch.bfloat16 else t).numpy()
 
 

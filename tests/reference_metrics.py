@@ -1,0 +1,223 @@
+"""The whole-tensor comparison that engine.judge.metrics replaced (main before issue 20, verbatim but for
+this docstring and the shared ValueMetrics): the specification the chunked, on-device version is held to.
+
+Every figure but three must come out identical; the RMS errors against fp64 are sums in another order
+(tests allow a relative 1e-12).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.judge.metrics import ValueMetrics
+
+# torch.testing.assert_close's defaults, used only when no fp64 reference could be computed.
+_DEFAULT_TOLERANCES = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+_INT_VIEW = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32, torch.float64: torch.int64}
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def ordered_bits(t: torch.Tensor) -> torch.Tensor:
+    """Map floats to int64 so that adjacent representable values differ by one; -0.0 and +0.0 both map to 0."""
+    bits = t.contiguous().view(_INT_VIEW[t.dtype]).to(torch.int64)
+    width = t.element_size() * 8
+    magnitude = bits & ((1 << (width - 1)) - 1)
+    return torch.where(bits < 0, -magnitude, magnitude)
+
+
+def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Number of representable values between a and b, as float64; 0 where both are NaN, inf where one is."""
+    oa, ob = ordered_bits(a), ordered_bits(b)
+    same_sign = (oa >= 0) == (ob >= 0)
+    # int64 subtraction cannot overflow for equal signs; opposite signs add magnitudes in float64
+    dist = torch.where(same_sign, (oa - ob).abs().to(torch.float64), oa.abs().to(torch.float64) + ob.abs().to(torch.float64))
+    nan_a, nan_b = torch.isnan(a), torch.isnan(b)
+    dist = torch.where(nan_a & nan_b, torch.zeros_like(dist), dist)
+    return torch.where(nan_a ^ nan_b, torch.full_like(dist, float("inf")), dist)
+
+
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Elementwise: are the bit patterns identical (NaN payloads and signed zeros included)."""
+    if a.dtype.is_floating_point:
+        view = _INT_VIEW.get(a.dtype)
+        if view is None:  # float8 and friends: compare as bytes per element
+            return (a.contiguous().view(torch.uint8).reshape(*a.shape, -1) == b.contiguous().view(torch.uint8).reshape(*b.shape, -1)).all(-1)
+        return a.contiguous().view(view) == b.contiguous().view(view)
+    return a == b
+
+
+def as_real(t: torch.Tensor) -> torch.Tensor:
+    """Complex tensors are compared as (real, imag) pairs; fp8 as fp32 (exact)."""
+    if t.is_complex():
+        return torch.view_as_real(t.resolve_conj())
+    if t.dtype.is_floating_point and t.dtype not in _INT_VIEW:
+        return t.to(torch.float32)
+    return t
+
+
+def compare_values(
+    eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor | None
+) -> tuple[ValueMetrics, dict[str, np.ndarray]]:
+    """Compare two tensors of equal shape and dtype element by element; `ref` is the fp64 reference or None."""
+    eager, compiled = as_real(eager.detach()).cpu(), as_real(compiled.detach()).cpu()
+    if ref is not None:
+        ref = as_real(ref.detach()).cpu().to(torch.float64)
+        if ref.shape != eager.shape:
+            ref = None
+    same_bits = bitwise_equal(eager, compiled)
+    mismatches = int((~same_bits).sum())
+    numel = eager.numel()
+    if not eager.dtype.is_floating_point:
+        return _compare_exact(eager, compiled, same_bits, mismatches)
+
+    e64, c64 = eager.to(torch.float64), compiled.to(torch.float64)
+    nan_e, nan_c = torch.isnan(eager), torch.isnan(compiled)
+    inf_e, inf_c = torch.isinf(eager), torch.isinf(compiled)
+    nan_mismatch = nan_e ^ nan_c
+    inf_mismatch = (inf_e ^ inf_c) | (inf_e & inf_c & (torch.signbit(eager) != torch.signbit(compiled)))
+    signed_zero = (eager == 0) & (compiled == 0) & (torch.signbit(eager) != torch.signbit(compiled))
+    ulp = ulp_distance(eager, compiled)
+    finite = torch.isfinite(e64) & torch.isfinite(c64)
+    abs_err = torch.where(finite, (e64 - c64).abs(), torch.zeros_like(e64))
+    rel_err = torch.where(finite, abs_err / e64.abs().clamp_min(torch.finfo(torch.float64).tiny), torch.zeros_like(e64))
+    rel_err = torch.where(abs_err == 0, torch.zeros_like(rel_err), rel_err)
+    badness = torch.where(nan_mismatch | inf_mismatch, torch.full_like(ulp, float("inf")), ulp)
+    badness = torch.where(signed_zero, torch.full_like(ulp, 0.5), badness)  # a sign-only difference still locates the worst element
+    worst_flat = int(torch.argmax(torch.where(same_bits, torch.full_like(badness, -1.0), badness))) if mismatches else None
+
+    rtol, atol = _DEFAULT_TOLERANCES.get(eager.dtype, (1.3e-6, 1e-5))
+    within = bool(torch.isclose(c64, e64, rtol=rtol, atol=atol, equal_nan=True).all())
+    eps = float(torch.finfo(eager.dtype).eps)
+
+    ref_stats: dict[str, float | None] = dict.fromkeys(
+        ("ref_rms", "ref_max", "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max")
+    )
+    arrays = {"eager": _to_numpy(eager), "compiled": _to_numpy(compiled), "ulp": ulp.numpy()}
+    if ref is not None:
+        usable = finite & torch.isfinite(ref)
+        if bool(usable.any()):
+            r = ref[usable]
+            err_e, err_c = (e64[usable] - r).abs(), (c64[usable] - r).abs()
+            ref_stats = {
+                "ref_rms": _rms(r),
+                "ref_max": float(r.abs().max()),
+                "eager_ref_rms": _rms(err_e),
+                "compiled_ref_rms": _rms(err_c),
+                "eager_ref_max": float(err_e.max()),
+                "compiled_ref_max": float(err_c.max()),
+            }
+        arrays["ref"] = ref.numpy()
+
+    def value_at(t: torch.Tensor | None) -> str | None:
+        return None if t is None or worst_flat is None else repr(t.reshape(-1)[worst_flat].item())
+
+    metrics = ValueMetrics(
+        numel=numel,
+        exact_dtype=False,
+        low_precision=eager.dtype in LOW_PRECISION,
+        mismatches=mismatches,
+        max_abs=float(abs_err.max()) if numel else 0.0,
+        max_rel=float(rel_err.max()) if numel else 0.0,
+        max_ulp=float(ulp.max()) if numel else 0.0,
+        nan_mismatches=int(nan_mismatch.sum()),
+        inf_mismatches=int(inf_mismatch.sum()),
+        signed_zero_mismatches=int(signed_zero.sum()),
+        within_default_tolerance=within,
+        eps=eps,
+        worst_index=_unravel(worst_flat, tuple(eager.shape)),
+        eager_value=value_at(eager),
+        compiled_value=value_at(compiled),
+        ref_value=value_at(ref),
+        **ref_stats,
+    )
+    return metrics, arrays
+
+
+def _compare_exact(
+    eager: torch.Tensor, compiled: torch.Tensor, same: torch.Tensor, mismatches: int
+) -> tuple[ValueMetrics, dict[str, np.ndarray]]:
+    diff = (eager.to(torch.int64) - compiled.to(torch.int64)).abs().to(torch.float64) if eager.numel() else torch.zeros(0)
+    worst_flat = int(torch.argmax(diff)) if mismatches else None
+    arrays = {"eager": eager.numpy(), "compiled": compiled.numpy(), "ulp": diff.numpy()}
+    metrics = ValueMetrics(
+        numel=eager.numel(),
+        exact_dtype=True,
+        low_precision=False,
+        mismatches=mismatches,
+        max_abs=float(diff.max()) if eager.numel() else 0.0,
+        max_rel=0.0,
+        max_ulp=float(diff.max()) if eager.numel() else 0.0,
+        nan_mismatches=0,
+        inf_mismatches=0,
+        signed_zero_mismatches=0,
+        within_default_tolerance=mismatches == 0,
+        eps=0.0,
+        ref_rms=None,
+        ref_max=None,
+        eager_ref_rms=None,
+        compiled_ref_rms=None,
+        eager_ref_max=None,
+        compiled_ref_max=None,
+        worst_index=_unravel(worst_flat, tuple(eager.shape)),
+        eager_value=None if worst_flat is None else repr(eager.reshape(-1)[worst_flat].item()),
+        compiled_value=None if worst_flat is None else repr(compiled.reshape(-1)[worst_flat].item()),
+        ref_value=None,
+    )
+    return metrics, arrays
+
+
+def _rms(t: torch.Tensor) -> float:
+    return float(t.square().mean().sqrt())
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    # numpy has no bfloat16; float32 holds every bfloat16 value exactly
+    return (t.to(torch.float32) if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def _unravel(flat: int | None, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    if flat is None:
+        return None
+    return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+
+
+LEAF_FIGURES = (
+    "mismatches", "max_abs", "max_rel", "max_ulp", "nan_mismatches", "inf_mismatches", "signed_zero_mismatches",
+    "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max", "worst_index", "eager_value", "compiled_value",
+)
+
+
+def stored_figures_disagree(result: Any) -> list[str]:
+    """Every figure of every stored leaf of a check that this implementation, run on the leaf's stored
+    values, computes differently (RMS errors: beyond a relative 1e-12)."""
+    problems = []
+    for leaf in result.leaves:
+        arrays = result.load_arrays(leaf)
+        if "eager" not in arrays:
+            continue
+
+        def tensor(kind: str) -> torch.Tensor | None:
+            if kind not in arrays:
+                return None
+            t = torch.from_numpy(np.array(arrays[kind]))
+            return t.to(torch.bfloat16) if leaf.dtype == "bfloat16" and kind != "ref" else t  # stored as float32
+
+        old, _ = compare_values(tensor("eager"), tensor("compiled"), tensor("ref"))  # type: ignore[arg-type]
+        for name in LEAF_FIGURES:
+            want, got = getattr(old, name), getattr(leaf, name)
+            if name.endswith("_rms") and want is not None and got is not None:
+                same = math.isclose(want, got, rel_tol=1e-12) or want == got
+            else:
+                same = want == got or (isinstance(want, float) and math.isnan(want) and math.isnan(got))
+            if not same:
+                problems.append(f"{leaf.name}: {name} {got!r}, the whole-tensor comparison says {want!r}")
+    return problems
