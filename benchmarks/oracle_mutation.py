@@ -6,6 +6,11 @@ our default verdict, --strict, torch.testing.assert_close with its defaults, and
 torch._dynamo.utils.same with an fp64 reference. The false-alarm rate of each is measured on the benign
 sample cases (compiled output correct but reassociated), unmutated.
 
+Then the programs of benchmarks/oracle_corpus.py: a benign set of realistic size (each oracle judges the
+real compiled output: any alarm is false) and program faults the three-way rule alone cannot see
+(compiled more accurate than eager; a fault behind a random reference), with the seconds our check spends
+on the faithful reference and the compiles it makes there (none: it re-runs eager and fp64 only).
+
 The oracles other than ours compare the outputs only, as harnesses that use them do; ours also compares
 mutated inputs, which is how it sees the "input silently mutated" fault.
 
@@ -137,6 +142,17 @@ class Case:
         return ref_fn(*map_tensors(casting.clone_tree(self.args), casting.to_fp64_tensor))
 
 
+class CorpusCase(Case):
+    """A program of benchmarks/oracle_corpus.py, with the same interface."""
+
+    def __init__(self, program: Any) -> None:  # oracle_corpus.Program
+        self.slug = program.name
+        self.program = program
+        self.compiled = program.faulty if program.faulty is not None else torch.compile(program.fn)
+        seed_everything(0)
+        self.args = program.inputs()
+
+
 def _first_float(out: Any) -> tuple[str, torch.Tensor] | None:
     return next(((k, v) for k, v in flatten(out) if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 0), None)
 
@@ -145,10 +161,28 @@ def _replace_leaf(out: Any, target: torch.Tensor, new: torch.Tensor) -> Any:
     return map_tensors(out, lambda t: new if t is target else t)
 
 
+WITNESS_COST: list[tuple[str, float, int]] = []  # (case, seconds in the faithful-reference stage, compiles there)
+
+
 def _ours(case: Case, compiled_fn: Callable[..., Any], strict: bool) -> bool:
-    settings = CallSettings(strict, 2.0, 32.0, False, True, 1 << 24, lambda stage: None)
+    stages: list[tuple[str, float, int]] = []
+
+    def emit(stage: str) -> None:
+        stages.append((stage, time.perf_counter(), _compiles()))
+
+    settings = CallSettings(strict, 2.0, 32.0, False, True, 1 << 24, emit)
     outcome, _ = compare_call(case.program.fn, compiled_fn, casting.clone_tree(case.args), {}, 0, settings)
+    stages.append(("end", time.perf_counter(), _compiles()))
+    for (stage, t, n), (_, t_next, n_next) in zip(stages, stages[1:]):
+        if stage == "faithful reference" and not strict:
+            WITNESS_COST.append((case.slug, t_next - t, n_next - n))
     return worst([l.verdict for l in outcome.leaves]) is Verdict.DIVERGENT
+
+
+def _compiles() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(sum(counters["frames"].values())) if "frames" in counters else 0
 
 
 def _assert_close(eager: Any, compiled: Any) -> bool:
@@ -196,6 +230,7 @@ def _keep_layout(t: torch.Tensor) -> torch.Tensor:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", help="comma-separated slugs (default: every CPU fn-inputs/KernelBench case)")
+    parser.add_argument("--no-corpus", action="store_true", help="only the sample cases, not benchmarks/oracle_corpus.py")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     import logging
@@ -268,7 +303,47 @@ def main(argv: list[str] | None = None) -> int:
     n_used = len(used)
     print(f"{'unmutated, flagged' + f' ({n_used})':<{width + 6}}" + "".join(f"{baseline_flagged[o]:>8}/{n_used:<3} {100 * baseline_flagged[o] / n_used if n_used else 0:>4.0f}%" for o in ORACLES))
     print(f"{'false alarms, benign' + f' ({benign_total})':<{width + 6}}" + "".join(f"{alarms[o]:>8}/{benign_total:<3} {100 * alarms[o] / benign_total if benign_total else 0:>4.0f}%" for o in ORACLES))
+    if not args.no_corpus:
+        _corpus(width)
     return 0
+
+
+def _corpus(width: int) -> None:
+    """The realistic programs: false alarms on the benign set, detections of the program faults."""
+    import oracle_corpus
+
+    started = time.time()
+    print("\nPrograms of realistic size (benchmarks/oracle_corpus.py)\n")
+    print(f"{'program (fault kind)':<{width + 30}}" + "".join(f"{o:>16}" for o in ORACLES))
+    seen: dict[str, dict[str, int]] = {}
+    for group, programs in (("benign", oracle_corpus.benign_programs()), ("fault", oracle_corpus.fault_programs())):
+        for program in programs:
+            case = CorpusCase(program)
+            eager, _ = case.run(case.program.fn)
+            compiled, _ = case.run(case.compiled)
+            ref = case.reference()
+            flagged = judge_all(case, eager, compiled, ref)
+            label = program.name if group == "benign" else f"{program.name} ({program.fault})"
+            verdicts = "".join(f"{'ALARM' if flagged[o] else 'ok':>16}" if group == "benign" else f"{'seen' if flagged[o] else 'MISSED':>16}" for o in ORACLES)
+            print(f"{label:<{width + 30}}{verdicts}")
+            key = "false alarms, benign" if group == "benign" else "faults seen"
+            totals = seen.setdefault(key, dict.fromkeys(ORACLES, 0) | {"n": 0})
+            totals["n"] += 1
+            for o in ORACLES:
+                totals[o] += flagged[o]
+            torch._dynamo.reset()
+    for key, totals in seen.items():
+        n = totals["n"]
+        print(f"{key + f' ({n})':<{width + 30}}" + "".join(f"{totals[o]:>12}/{n:<3}" for o in ORACLES))
+    if WITNESS_COST:
+        seconds = [s for _, s, _ in WITNESS_COST]
+        compiles = sum(c for _, _, c in WITNESS_COST)
+        print(
+            f"\nfaithful reference (eager re-run under the trace + fp64 re-run), over {len(seconds)} checks with value drift: "
+            f"median {sorted(seconds)[len(seconds) // 2]:.3f} s, max {max(seconds):.3f} s ({max(WITNESS_COST, key=lambda w: w[1])[0]}), "
+            f"{compiles} compile(s)"
+        )
+    print(f"corpus: {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":

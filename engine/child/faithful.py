@@ -25,6 +25,7 @@ fp64 re-run only when the trace found something to change.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -143,8 +144,8 @@ def _replaced(args: tuple[Any, ...], kwargs: dict[str, Any], where: int | str, v
 
 
 def _call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: int | str, value: float) -> Any:
-    """The op once more on copies of its operands (it may write to them), with one scalar replaced."""
-    a, k = _replaced(*_cloned(args, kwargs), where, value)
+    """The op once more, with one scalar replaced (on copies of its operands when it writes to them)."""
+    a, k = _replaced(*(_cloned(args, kwargs) if func._schema.is_mutable else (args, kwargs)), where, value)
     return func(*a, **k)
 
 
@@ -261,11 +262,16 @@ def _probe_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dtype:
     t = args[positions[0]]
     if t.dtype != dtype:
         return None
-    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
-    probe = every[torch.isfinite(every)].to(t.device)
     a = list(args)
-    a[positions[0]] = probe
+    a[positions[0]] = _every_value(dtype, t.device)
     return tuple(a), dict(kwargs)
+
+
+@functools.lru_cache(maxsize=8)
+def _every_value(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Every finite value of a 16-bit float dtype, once per dtype and device (an op may not write to it)."""
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype)
+    return every[torch.isfinite(every)].to(device)
 
 
 class FaithfulMode(TorchDispatchMode):
