@@ -20,7 +20,7 @@ import uuid  # noqa: E402
 import streamlit as st  # noqa: E402
 from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
-from app import editor, gallery, options_form, result_view, running  # noqa: E402
+from app import editor, gallery, options_form, result_view, running, sweeps_page  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
 from engine import OptionsError  # noqa: E402
 
@@ -239,4 +239,5 @@ def main() -> None:
     past_runs(sidebar)
 
 
-main()
+# the check page, and the Sweeps page of app/sweeps_page.py (a run it links to opens here, with ?run=<id>)
+st.navigation([st.Page(main, title="Check", default=True), st.Page(sweeps_page.render, title="Sweeps", url_path="sweeps")]).run()

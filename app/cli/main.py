@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_localize_parsers(sub)
 
+    from app.cli.sweep import add_arguments as add_sweep_arguments  # light: imports no torch
+
+    add_sweep_arguments(sub.add_parser("sweep", help="check a corpus of programs under a matrix of options, here or on a Ray cluster (resumable)"))
+
     serve = sub.add_parser("serve", help="start the web app (Streamlit), bound to 127.0.0.1 unless told otherwise")
     serve.add_argument("--address", help="interface to listen on (default: $STREAMLIT_SERVER_ADDRESS, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: $STREAMLIT_SERVER_PORT, else 8501)")
@@ -184,6 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_localize(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "sweep":
+        from app.cli.sweep import run as run_sweep
+
+        return run_sweep(args, list(argv) if argv is not None else None)
     if args.command == "minimize":
         from app.cli.minimize import run as run_minimize
 

@@ -1,0 +1,106 @@
+"""The programs of a sweep: files, directories (searched recursively, KernelBench trees included) and globs.
+
+A file named outright is always a program, so one that fits no snippet style ends as an `error` row
+that says why. Inside a directory only files whose style is recognised (statically, nothing runs) are
+programs; the others (helpers, `__init__.py`) are listed as skipped. A gallery-style `<name>.toml`
+beside a program contributes its `[options]` table as that program's base options, which is what
+makes the bf16 cases of sample_cases/ diverge.
+"""
+
+from __future__ import annotations
+
+import glob
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from engine.options import CheckOptions, OptionsError
+from engine.snippet import SnippetError, detect_style
+
+_SKIP_NAMES = ("__init__.py", "conftest.py", "setup.py")
+
+
+class CorpusError(ValueError):
+    """A path matches nothing, or the corpus holds no program."""
+
+
+@dataclass(frozen=True)
+class Program:
+    path: Path  # resolved: the job key depends on it
+    source: str
+    options: Mapping[str, Any] = field(default_factory=dict)  # a sibling .toml's [options], as CheckOptions JSON
+
+
+@dataclass(frozen=True)
+class Corpus:
+    programs: tuple[Program, ...]
+    skipped: tuple[str, ...] = ()  # "path: why", for files found in directories that are not programs
+
+
+def find_programs(patterns: Sequence[str | Path]) -> Corpus:
+    found: dict[Path, Program] = {}
+    skipped: list[str] = []
+    for pattern in patterns:
+        text = str(pattern)
+        path = Path(text).expanduser()
+        if path.is_file():
+            _add(path, found, skipped, explicit=True)
+        elif path.is_dir():
+            _add_directory(path, found, skipped)
+        else:
+            matches = sorted(glob.glob(str(path), recursive=True))
+            if not matches:
+                raise CorpusError(f"{text}: no such file or directory, and no file matches it as a glob")
+            for match in map(Path, matches):
+                if match.is_dir():
+                    _add_directory(match, found, skipped)
+                elif match.suffix == ".py":
+                    _add(match, found, skipped, explicit=True)
+    if not found:
+        where = ", ".join(map(str, patterns))
+        raise CorpusError(f"no programs in {where}" + (f" ({len(skipped)} files skipped: {skipped[0]}{' ...' if len(skipped) > 1 else ''})" if skipped else ""))
+    return Corpus(tuple(found.values()), tuple(skipped))
+
+
+def _add_directory(directory: Path, found: dict[Path, Program], skipped: list[str]) -> None:
+    for path in sorted(directory.rglob("*.py")):
+        parts = path.relative_to(directory).parts
+        if any(p.startswith(".") or p == "__pycache__" for p in parts) or path.name in _SKIP_NAMES:
+            continue
+        _add(path, found, skipped, explicit=False)
+
+
+def _add(path: Path, found: dict[Path, Program], skipped: list[str], explicit: bool) -> None:
+    resolved = path.resolve()
+    if resolved in found:
+        return
+    try:
+        source = resolved.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        skipped.append(f"{path}: unreadable ({exc})")
+        return
+    if not explicit:
+        try:
+            detect_style(source, str(path))
+        except SnippetError as exc:
+            skipped.append(f"{path}: {str(exc).removeprefix(str(path)).strip()}")
+            return
+    try:
+        options = _sibling_options(resolved)
+    except ValueError as exc:
+        skipped.append(f"{path}: {exc}")
+        return
+    found[resolved] = Program(resolved, source, options)
+
+
+def _sibling_options(path: Path) -> Mapping[str, Any]:
+    toml = path.with_suffix(".toml")
+    if not toml.is_file():
+        return {}
+    try:
+        raw = tomllib.loads(toml.read_text()).get("options", {})
+        CheckOptions.from_json(raw)  # validated here, so a bad table is named before anything runs
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, OptionsError, TypeError) as exc:
+        raise ValueError(f"its {toml.name} has unusable [options] ({exc}); fix it or move it away") from None
+    return dict(raw)

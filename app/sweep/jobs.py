@@ -1,0 +1,101 @@
+"""A sweep's unit of work: one program under one set of options, and what its check came to.
+
+A job's key depends on the program's path and on the options that change what is compiled or judged,
+not on the limits (timeout, memory): a re-run with a longer timeout is the same job, so
+`--retry-errors` can redo only what timed out. The program's text is hashed separately, so an edited
+program is checked again under the same key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from engine.judge.verdicts import Verdict
+from engine.options import CheckOptions
+from engine.result import CheckResult
+
+# options that bound a check rather than define it: not part of the key
+LIMITS = ("timeout_s", "memory_limit_mb", "max_output_mb", "max_processes")
+# the order of the end-of-sweep table: a divergence is the finding, an error a job that could not judge
+SEVERITY_ORDER = (Verdict.DIVERGENT, Verdict.ERROR, Verdict.PRECISION_CAST, Verdict.BENIGN, Verdict.MATCH)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    key: str
+    program: str  # the resolved path
+    source: str
+    options: CheckOptions
+    label: str  # the matrix values of this job ("" without a matrix)
+    position: int  # order in the plan
+
+    @property
+    def name(self) -> str:
+        return Path(self.program).name
+
+    @property
+    def source_sha(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+
+def job_key(program: str, options: CheckOptions) -> str:
+    defining = {k: v for k, v in options.to_json().items() if k not in LIMITS}
+    text = json.dumps({"program": program, "options": defining}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """One row of the sweep: the check's verdict and the figures a table needs, and where its run lives."""
+
+    verdict: Verdict
+    explanation: str
+    run_dir: str
+    seconds: float
+    error_kind: str | None = None
+    worst_leaf: str | None = None  # the first divergent leaf, else the one with the largest ULP error
+    worst_ulp: float | None = None
+    max_abs: float | None = None
+    symptoms: tuple[str, ...] = ()  # of the worst leaf
+    where: str = ""  # "local", or the Ray node and actor that ran it
+
+    @property
+    def run_id(self) -> str:
+        return Path(self.run_dir).name
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = self.verdict.value
+        data["symptoms"] = list(self.symptoms)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "JobOutcome":
+        return cls(**{**data, "verdict": Verdict(data["verdict"]), "symptoms": tuple(data.get("symptoms", ()))})
+
+
+def outcome_of(result: CheckResult, run_dir: Path | str, seconds: float, where: str) -> JobOutcome:
+    leaves = list(result.leaves)
+    divergent = [leaf for leaf in leaves if leaf.verdict is Verdict.DIVERGENT]
+    worst = divergent[0] if divergent else max(leaves, key=lambda leaf: (leaf.max_ulp, leaf.max_abs), default=None)
+    return JobOutcome(
+        verdict=result.verdict,
+        explanation=result.explanation,
+        run_dir=str(run_dir),
+        seconds=round(seconds, 3),
+        error_kind=result.error.kind.value if result.error is not None else None,
+        worst_leaf=worst.name if worst is not None else None,
+        worst_ulp=float(worst.max_ulp) if worst is not None else None,
+        max_abs=float(worst.max_abs) if worst is not None else None,
+        symptoms=tuple(s.value for s in worst.symptoms) if worst is not None else (),
+        where=where,
+    )
+
+
+def error_outcome(kind: str, message: str, run_dir: Path | str, seconds: float, where: str) -> JobOutcome:
+    """A job that ended without a check result of its own (its actor died, the pool failed)."""
+    return JobOutcome(Verdict.ERROR, f"error ({kind}): {message}", str(run_dir), round(seconds, 3), error_kind=kind, where=where)

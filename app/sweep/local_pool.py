@@ -1,0 +1,67 @@
+"""The default pool: one warm engine worker on this machine that runs up to `slots` checks at once.
+
+The worker imports torch once and forks a child per check (engine.Runner), so `slots` children share one
+warm parent instead of each slot paying for its own torch import; a crash, hang or memory blow-up of one
+child ends as that job's `error` and the next job gets a fresh child. Jobs are handed to the Runner only
+as slots free up, so a long corpus does not sit in the Runner's queue (or on disk) all at once.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from engine.runner import Job, Runner
+from app.sweep.jobs import JobOutcome, outcome_of
+from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, minimize_on
+
+_POLL_S = 0.05
+
+
+def default_slots() -> int:
+    """The cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class LocalPool:
+    def __init__(self, slots: int | None = None, cache_dir: Path | None = None) -> None:
+        self.slots = max(1, slots or default_slots())
+        self.runner = Runner(cache_dir=cache_dir, max_running=self.slots)
+        self.runner.start()  # torch is imported now, not in the first job's seconds
+        self.description = f"{self.slots} check{'s' if self.slots != 1 else ''} at a time in one warm worker on this machine"
+
+    def run_checks(self, tasks: Iterable[CheckTask], on_start: Callable[[CheckTask], None],
+                   on_done: Callable[[CheckTask, JobOutcome], None]) -> None:
+        waiting = iter(tasks)
+        in_flight: dict[Job, tuple[CheckTask, float]] = {}
+        exhausted = False
+        while True:
+            while not exhausted and len(in_flight) < self.slots:
+                task = next(waiting, None)
+                if task is None:
+                    exhausted = True
+                    break
+                on_start(task)
+                spec = task.spec
+                in_flight[self.runner.submit(spec.source, spec.options, spec.program, task.run_dir)] = (task, time.monotonic())
+            if not in_flight:
+                return
+            finished = [job for job in in_flight if job.done()]
+            if not finished:
+                time.sleep(_POLL_S)
+                continue
+            for job in finished:
+                task, started = in_flight.pop(job)
+                on_done(task, outcome_of(job.wait(), task.run_dir, time.monotonic() - started, "local"))
+
+    def run_minimizations(self, tasks: Iterable[MinimizeTask], on_start: Callable[[MinimizeTask], None],
+                          on_done: Callable[[MinimizeTask, MinimizeOutcome], None]) -> None:
+        # one at a time: the minimizer already keeps two candidates in flight in the shared worker
+        for task in tasks:
+            on_start(task)
+            on_done(task, minimize_on(self.runner, task, task.out_dir / "work", task.out_dir / "checkpoints"))
+
+    def close(self) -> None:
+        self.runner.close()

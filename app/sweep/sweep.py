@@ -1,0 +1,288 @@
+"""A whole sweep: plan the jobs, run what is not finished, group divergences into bugs, minimize, report.
+
+The order of effects for each job is what makes a killed sweep resumable: the job is marked running
+(with its run directory) before it is handed out, and its outcome is committed to the state file before
+anything else looks at it; the app's run list learns of it afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from engine.judge.verdicts import Verdict
+from engine.paths import new_run_dir
+from engine.result import CheckResult
+from app.store import DONE as RUN_DONE
+from app.store import RunRecord, RunStore
+from app.sweep import bugs as bug_rules
+from app.sweep import matrix, registry, report
+from app.sweep.corpus import Corpus, find_programs
+from app.sweep.jobs import JobOutcome, JobSpec, job_key
+from app.sweep.progress import SweepProgress, duration
+from app.sweep.state import DONE, QUEUED, BugRow, JobRow, SweepState
+from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, Pool, write_minimization
+
+MINIMIZED_DIR = "minimized"
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    paths: tuple[str, ...]
+    axes: tuple[matrix.Axis, ...] = ()
+    base_options: Mapping[str, Any] = field(default_factory=dict)  # the options given outright (CheckOptions JSON)
+    sweep_dir: Path | None = None
+    slots: int | None = None  # -j: checks at once (local) or actors (Ray); default the cores, or the GPUs
+    ray: str | None = None  # None: the local pool; "local": a local Ray instance; else a cluster address
+    minimize: bool = False
+    minimize_budget_s: float | None = None
+    shrinkray: bool = True
+    retry_errors: bool = False
+    ship_runs: bool = False  # Ray: actors on this node also return runs as archives (what remote nodes do)
+    cache_dir: Path | None = None
+    report: Path | None = None  # also write the HTML report here
+    command: tuple[str, ...] = ()  # as typed, for the report
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    sweep_dir: Path
+    jobs: tuple[JobRow, ...]  # this sweep's jobs, most severe first
+    bugs: tuple[BugRow, ...]
+    ran: int  # checks run by this invocation
+    elapsed_s: float
+    pool: str  # what ran them ("" when nothing had to run)
+    json_path: Path
+    report_path: Path | None
+
+    @property
+    def counts(self) -> Counter[str]:
+        return Counter(r.verdict or r.status for r in self.jobs)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a job diverged, else 2 when one could not be checked, else 0 (as `divergence check`)."""
+        verdicts = {r.verdict for r in self.jobs}
+        if Verdict.DIVERGENT.value in verdicts:
+            return 1
+        if Verdict.ERROR.value in verdicts or any(r.status != DONE for r in self.jobs):
+            return 2
+        return 0
+
+
+def plan(config: SweepConfig) -> tuple[list[JobSpec], Corpus, int]:
+    """The jobs (programs x matrix cells, in that order), the corpus, and the number of cells."""
+    corpus = find_programs(config.paths)
+    cells = matrix.cells(config.axes)
+    specs: list[JobSpec] = []
+    for program in corpus.programs:
+        for cell in cells:
+            # the program's own .toml options, then the options given outright, then the matrix
+            options = cell.apply({**program.options, **config.base_options})
+            path = str(program.path)
+            specs.append(JobSpec(job_key(path, options), path, program.source, options, cell.label, len(specs)))
+    return specs, corpus, len(cells)
+
+
+def default_sweep_dir(config: SweepConfig) -> Path:
+    """The same command names the same directory, so running it again resumes."""
+    identity = {
+        "paths": [str(Path(p).expanduser().resolve()) for p in config.paths],
+        "axes": [[a.key, list(a.values)] for a in config.axes],
+        "options": dict(config.base_options),
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    stem = Path(config.paths[0]).expanduser().resolve().name if config.paths else "sweep"
+    return registry.sweeps_root() / f"{stem.removesuffix('.py') or 'sweep'}-{digest}"
+
+
+def run_sweep(config: SweepConfig, progress: SweepProgress | None = None, pool: Pool | None = None) -> SweepSummary:
+    """Run the sweep to the end (or until Ctrl-C, which keeps every finished job); see the module docstring."""
+    progress = progress or SweepProgress(quiet=True)
+    specs, corpus, n_cells = plan(config)
+    sweep_dir = (config.sweep_dir or default_sweep_dir(config)).expanduser().resolve()
+    started = time.monotonic()
+    with SweepState(sweep_dir, lock=True) as state:
+        adopted, reset = state.recover()
+        if adopted or reset:
+            progress.note(f"resuming {sweep_dir}: {adopted} jobs that finished as the last sweep stopped kept, {reset} run again")
+        first = "created" not in state.meta()
+        state.set_meta(**({"created": time.time()} if first else {}), command=list(config.command), paths=list(config.paths),
+                       matrix=[[a.key, list(a.values)] for a in config.axes], options=dict(config.base_options), updated=time.time())
+        registry.register(sweep_dir)
+        todo = state.plan(specs, retry_errors=config.retry_errors)
+        keys = [s.key for s in specs]
+        before = Counter(r.verdict for r in state.jobs(keys) if r.status == DONE and r.key not in {s.key for s in todo})
+        progress.planned(len(specs), before, len(corpus.programs), n_cells, len(corpus.skipped))
+        for line in corpus.skipped[:5]:
+            progress.note(f"  skipped {line[:200]}")
+        runner = _Runner(config, state, progress, pool, sweep_dir.name)
+        try:
+            if todo:
+                runner.checks(todo)
+            if config.minimize:
+                runner.bugs([s for s in specs if s.key in _divergent_keys(state, keys)])
+        finally:
+            runner.close()
+        json_path = report.write_json(state)
+        report_path = report.write_html(state, config.report) if config.report is not None else None
+        rows = [r for r in state.by_severity() if r.key in set(keys)]
+        bug_ids = {r.bug for r in rows if r.bug}
+        return SweepSummary(sweep_dir, tuple(rows), tuple(b for b in state.bugs() if b.id in bug_ids), runner.ran,
+                            time.monotonic() - started, runner.pool_description, json_path, report_path)
+
+
+def _divergent_keys(state: SweepState, keys: Sequence[str]) -> set[str]:
+    return {r.key for r in state.jobs(keys) if r.status == DONE and r.verdict == Verdict.DIVERGENT.value}
+
+
+class _Runner:
+    """The parts of one invocation that share its pool (created on first need) and its state file."""
+
+    def __init__(self, config: SweepConfig, state: SweepState, progress: SweepProgress, pool: Pool | None, sweep_name: str) -> None:
+        self.config = config
+        self.state = state
+        self.progress = progress
+        self._pool = pool
+        self._own_pool = pool is None
+        self.pool_description = pool.description if pool is not None else ""
+        self.sweep_name = sweep_name
+        self.ran = 0
+        self._running: set[str] = set()
+        self._store: RunStore | None = RunStore()
+        self._specs: dict[str, JobSpec] = {}
+
+    @property
+    def pool(self) -> Pool:
+        if self._pool is None:
+            began = time.monotonic()
+            self._pool = make_pool(self.config)
+            self.pool_description = self._pool.description
+            for note in getattr(self._pool, "notes", []):
+                self.progress.note(note)
+            self.progress.note(f"{self._pool.description}, ready in {time.monotonic() - began:.1f} s")
+        return self._pool
+
+    def close(self) -> None:
+        for key in self._running:  # handed out but not finished: stopped by Ctrl-C or an error
+            self.state.unstart(key)
+        self._running.clear()
+        if self._own_pool and self._pool is not None:
+            self._pool.close()
+        self.progress.close()
+
+    # -- the checks --
+    def checks(self, todo: Sequence[JobSpec]) -> None:
+        self._specs.update({s.key: s for s in todo})
+        self.pool.run_checks(self._tasks(todo), self._started, self._finished)
+
+    def _tasks(self, todo: Sequence[JobSpec]) -> Iterator[CheckTask]:
+        for spec in todo:
+            yield CheckTask(spec, new_run_dir())  # the run directory is made only when the job is handed out
+
+    def _started(self, task: CheckTask) -> None:
+        self.state.start(task.spec.key, task.run_dir)
+        self._running.add(task.spec.key)
+        self.progress.job_started()
+
+    def _finished(self, task: CheckTask, outcome: JobOutcome) -> None:
+        spec = task.spec
+        self.state.finish(spec.key, outcome)
+        self._running.discard(spec.key)
+        self.ran += 1
+        self._record_run(spec, outcome)
+        self.progress.job_done(spec, outcome)
+
+    def _record_run(self, spec: JobSpec, outcome: JobOutcome) -> None:
+        """List the run in the app's store, so `?run=<id>` opens it like a run made in the app."""
+        if self._store is None:
+            return
+        name = spec.name + (f" [{spec.label}]" if spec.label else "")
+        record = RunRecord(outcome.run_id, time.time() - outcome.seconds, name, f"sweep:{self.sweep_name}", outcome.run_dir,
+                           spec.options.to_json(), RUN_DONE, outcome.verdict.value, outcome.explanation, time.time())
+        try:
+            self._store.add(record)
+        except sqlite3.Error as exc:  # the sweep's own state has the job; only the app's listing is missing
+            self.progress.note(f"note: the app's run list could not be updated ({exc}); the sweep carries on")
+            self._store = None
+
+    # -- bugs and minimizations --
+    def bugs(self, divergent: Sequence[JobSpec]) -> None:
+        rows = {r.key: r for r in self.state.jobs([s.key for s in divergent])}
+        unlocalized = [s for s in divergent if rows[s.key].bug is None]
+        localize_root = self.state.dir / bug_rules.LOCALIZE_DIR
+        fresh = [s for s in unlocalized if bug_rules.stored_report(localize_root / s.key) is None]
+        for spec in unlocalized:
+            if spec not in fresh:
+                self._assign_bug(spec, rows[spec.key], bug_rules.stored_report(localize_root / spec.key))
+        if fresh:
+            self.progress.note(f"grouping {len(fresh)} divergent job{'s' if len(fresh) != 1 else ''} by bug: localizing the first diverging node of each")
+            tasks = [CheckTask(bug_rules.localization_spec(s), localize_root / s.key) for s in fresh]
+            self.pool.run_checks(tasks, lambda task: None,
+                                 lambda task, outcome: self._assign_bug(task.spec, rows[task.spec.key], bug_rules.stored_report(task.run_dir)))
+        queued = [b for b in self.state.bugs() if b.status == QUEUED and b.id in {r.bug for r in self.state.jobs([s.key for s in divergent])}]
+        if not queued:
+            if divergent:
+                self.progress.note("every bug found has been minimized before: nothing new to minimize")
+            return
+        self.progress.note(f"{len(queued)} new bug{'s' if len(queued) != 1 else ''} to minimize")
+        specs = {s.key: s for s in divergent}
+        tasks = [self._minimize_task(b, specs[b.representative]) for b in queued if b.representative in specs]
+        self.pool.run_minimizations(tasks, self._minimize_started, self._minimize_finished)
+
+    def _assign_bug(self, spec: JobSpec, row: JobRow, localized: Any) -> None:
+        try:
+            result = CheckResult.load(Path(row.run_dir or ""))
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        bug = bug_rules.bug_of(spec, result, localized)
+        if bug is None:
+            return
+        self.state.set_bug(spec.key, bug.id)
+        if not self.state.add_bug(bug.id, bug.description, spec.key):
+            # a known bug: the smallest program that shows it is the one to minimize (while it waits)
+            current = next((b for b in self.state.bugs() if b.id == bug.id), None)
+            other = self._specs.get(current.representative) if current else None
+            if current is not None and current.status == QUEUED and (other is None or len(spec.source) < len(other.source)):
+                self.state.set_representative(bug.id, spec.key)
+        self._specs[spec.key] = spec
+
+    def _minimize_task(self, bug: BugRow, spec: JobSpec) -> MinimizeTask:
+        options = spec.options.replace(timeout_s=min(spec.options.timeout_s, 120.0))  # per candidate, as `divergence minimize`
+        return MinimizeTask(bug.id, spec.source, options, spec.program, self.state.dir / MINIMIZED_DIR / bug.id,
+                            self.config.minimize_budget_s, self.config.shrinkray)
+
+    def _minimize_started(self, task: MinimizeTask) -> None:
+        self.state.start_bug(task.bug)
+        self.progress.note(f"minimizing bug {task.bug} from {Path(task.filename).name} ...")
+
+    def _minimize_finished(self, task: MinimizeTask, outcome: MinimizeOutcome) -> None:
+        repro = write_minimization(task, outcome)
+        self.state.end_bug(task.bug, outcome.status, outcome.message, outcome.tokens_before, outcome.tokens_after, str(repro) if repro else None)
+        self.progress.note(f"bug {task.bug}: {outcome.status}: {outcome.message.splitlines()[0] if outcome.message else ''}")
+
+
+def make_pool(config: SweepConfig) -> Pool:
+    if config.ray is not None:
+        from app.sweep.ray_pool import RayPool
+
+        return RayPool(config.ray, config.slots, config.cache_dir, ship_runs=config.ship_runs)
+    from app.sweep.local_pool import LocalPool
+
+    return LocalPool(config.slots, config.cache_dir)
+
+
+def print_summary(summary: SweepSummary, stream: Any = None) -> None:
+    stream = stream or sys.stdout
+    print(report.table_text(list(summary.jobs), list(summary.bugs)), file=stream)
+    counts = summary.counts
+    shown = " · ".join(f"{counts[v]} {v}" for v in report.verdict_order() if counts.get(v))
+    print(f"\n{len(summary.jobs)} jobs: {shown}; {summary.ran} checked now in {duration(summary.elapsed_s)}", file=stream)
+    print(f"sweep directory: {summary.sweep_dir}  ({report.JSON_FILE}{', ' + str(summary.report_path) if summary.report_path else ''})", file=stream)
