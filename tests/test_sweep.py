@@ -100,3 +100,88 @@ def test_a_sigkilled_sweep_resumes_without_redoing_finished_jobs(tmp_path: Path,
     assert f"{4 - len(before)} checked now" in again.stdout
     data = json.loads((out / "sweep.json").read_text())
     assert data["counts"] == {"match": 4} and all(Path(j["run_dir"], "result.json").exists() for j in data["jobs"])
+
+
+BUCKETS = '''"""A feature encoder that bins readings into buckets of a fixed width (the floor division of floor_divide_off_by_one)."""
+import torch
+
+
+class BucketEncoder(torch.nn.Module):
+    def __init__(self, width: float = 0.1, buckets: int = 128):
+        super().__init__()
+        self.register_buffer("width", torch.tensor(width))
+        self.buckets = buckets
+
+    def forward(self, readings):
+        return (readings // self.width).clamp(0, self.buckets - 1)
+
+
+fn = BucketEncoder().eval()
+
+
+def inputs():
+    return (torch.tensor([1.0, 0.5, 0.7, 2.0, 3.0, 6.0, 0.3, 9.9]),)
+'''
+
+
+@pytest.fixture(scope="module")
+def minimized_sweep(tmp_path_factory: pytest.TempPathFactory, divergence_home: Path, inductor_cache: Path):  # type: ignore[no-untyped-def]
+    """Two programs with the same floor-division bug (different code, different output names) and one erf bug, with --minimize."""
+    corpus = tmp_path_factory.mktemp("bugs")
+    (corpus / "bucket_encoder.py").write_text(BUCKETS)
+    for case in ("floor_divide_off_by_one", "erf_small_vectorized"):
+        (corpus / f"{case}.py").write_text((CASES / f"{case}.py").read_text())
+    # the sweep's directory inside the corpus: its own files (snippets, repros) must not become programs of a re-run
+    config = SweepConfig(paths=(str(corpus),), sweep_dir=corpus / "bug-hunt", minimize=True, minimize_budget_s=15, minimize_max=1, shrinkray=False,
+                         ablation=False, cache_dir=inductor_cache, report=corpus / "bug-hunt" / "report.html")
+    return config, run_sweep(config)
+
+
+@pytest.mark.slow
+def test_minimize_shrinks_each_bug_once_however_many_programs_show_it(minimized_sweep) -> None:  # type: ignore[no-untyped-def]
+    config, summary = minimized_sweep
+    rows = {r.name: r for r in summary.jobs}
+    assert {r.verdict for r in rows.values()} == {"divergent"} and summary.exit_code == 1
+    assert rows["bucket_encoder.py"].bug == rows["floor_divide_off_by_one.py"].bug != rows["erf_small_vectorized.py"].bug
+    bugs = {b.id: b for b in summary.bugs}
+    floor, erf = bugs[rows["floor_divide_off_by_one.py"].bug or ""], bugs[rows["erf_small_vectorized.py"].bug or ""]
+    assert len(bugs) == 2 and "aten.div" in floor.description and "aten.erf" in erf.description
+    assert floor.representative == rows["floor_divide_off_by_one.py"].key  # the smaller of its two programs
+    # --minimize-max 1: the bug two jobs show is minimized, the other waits for the next run
+    assert floor.status == "done" and "repro verified in a fresh process" in (floor.message or ""), floor
+    assert floor.repro and Path(floor.repro).is_file() and floor.tokens_after is not None  # how far it shrinks is the minimizer's tests' business
+    assert (Path(floor.repro).parent / "minimized.py").is_file()
+    assert erf.status == "queued" and erf.repro is None
+    html = (config.sweep_dir / "report.html").read_text()
+    assert html.count('<tr data-v="divergent">') == 3 and floor.description in html and "repro.py" in html
+    again = run_sweep(SweepConfig(**{**config.__dict__, "minimize_max": 0}))  # nothing is checked again, no done bug minimized again
+    assert again.ran == 0 and [(b.id, b.finished) for b in again.bugs] == [(b.id, b.finished) for b in summary.bugs]
+    assert len(again.jobs) == 3  # and the sweep's own directory inside the corpus added no program
+
+
+def test_the_sweeps_page_lists_counts_bugs_and_jobs_and_opens_a_run(minimized_sweep) -> None:  # type: ignore[no-untyped-def]
+    config, summary = minimized_sweep
+
+    def page() -> None:
+        from app.sweeps_page import render
+
+        render()
+
+    at = AppTest.from_function(page, default_timeout=60)
+    at.run()
+    picker = at.selectbox(key="sweep_dir")  # every sweep of this data folder, this one by its (linked) name
+    picker.select_index(next(i for i, label in enumerate(picker.options) if label.startswith("bug-hunt-"))).run()
+    assert not at.exception, at.exception
+    assert {m.label: m.value for m in at.metric} == {"jobs finished": "3 / 3", "divergent": "3", "errors": "0"}
+    bug_table, job_table = at.dataframe  # AppTest does not key dataframes: the bugs come first
+    assert sorted(bug_table.value["jobs"]) == [1, 2] and sorted(bug_table.value["minimization"]) == ["done", "queued"]
+    assert len(at.get("download_button")) == 1  # the minimized bug's repro.py
+    assert list(job_table.value["run"]) == [f"./?run={r.run_id}" for r in summary.jobs]
+    at.text_input(key="sweep_filter").input("bucket").run()
+    assert list(at.dataframe[1].value["program"]) == ["bucket_encoder.py"]
+
+    check_page = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=60)  # the link: the check page with ?run=
+    check_page.query_params["run"] = summary.jobs[0].run_id
+    check_page.run()
+    assert not check_page.exception
+    assert any(e.value.startswith("**Verdict: DIVERGENT**") for e in [*check_page.success, *check_page.warning, *check_page.error])

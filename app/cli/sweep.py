@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", nargs="?", const=True, metavar="FILE.html", help="also write a self-contained HTML summary (default SWEEP_DIR/report.html)")
     parser.add_argument("--minimize", action="store_true", help="group divergent jobs by bug and minimize each new bug once")
     parser.add_argument("--minimize-budget", type=float, metavar="S", help="seconds of reduction per bug before the best so far is kept")
+    parser.add_argument("--minimize-max", type=int, metavar="N", help="minimize at most N new bugs in this run, those most jobs show first (the rest wait for the next run)")
     parser.add_argument("--no-shrinkray", dest="shrinkray", action="store_false", help="minimize without the shrinkray polish")
+    parser.add_argument("--no-ablation", dest="ablation", action="store_false", help="leave the ablation over backends out of each bug's issue.md (faster)")
     parser.add_argument("--retry-errors", action="store_true", help="run again the finished jobs that ended in an error")
     parser.add_argument("--device", choices=("cpu", "cuda"))
     parser.add_argument("--backend", choices=BACKENDS)
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         axes = tuple(parse_axis(a) for a in args.matrix)
         config = SweepConfig(
             paths=tuple(args.paths), axes=axes, base_options=base_options(args), sweep_dir=args.output, slots=args.jobs, ray=args.ray,
-            minimize=args.minimize, minimize_budget_s=args.minimize_budget, shrinkray=args.shrinkray, retry_errors=args.retry_errors,
+            minimize=args.minimize, minimize_budget_s=args.minimize_budget, minimize_max=args.minimize_max, shrinkray=args.shrinkray, ablation=args.ablation, retry_errors=args.retry_errors,
             report=None, command=tuple(["divergence", *(argv if argv is not None else sys.argv[1:])]),
         )
         if args.report is not None:

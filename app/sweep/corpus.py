@@ -2,7 +2,8 @@
 
 A file named outright is always a program, so one that fits no snippet style ends as an `error` row
 that says why. Inside a directory only files whose style is recognised (statically, nothing runs) are
-programs; the others (helpers, `__init__.py`) are listed as skipped. A gallery-style `<name>.toml`
+programs; the others (helpers, `__init__.py`) are listed as skipped, and a sweep's or a run's own
+directory (which hold programs: snippets, minimized repros) is not searched. A gallery-style `<name>.toml`
 beside a program contributes its `[options]` table as that program's base options, which is what
 makes the bf16 cases of sample_cases/ diverge.
 """
@@ -10,13 +11,16 @@ makes the bf16 cases of sample_cases/ diverge.
 from __future__ import annotations
 
 import glob
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from engine.options import CheckOptions, OptionsError
+from engine.result import RESULT_FILE
 from engine.snippet import SnippetError, detect_style
+from app.sweep.state import STATE_FILE
 
 _SKIP_NAMES = ("__init__.py", "conftest.py", "setup.py")
 
@@ -64,11 +68,17 @@ def find_programs(patterns: Sequence[str | Path]) -> Corpus:
 
 
 def _add_directory(directory: Path, found: dict[Path, Program], skipped: list[str]) -> None:
-    for path in sorted(directory.rglob("*.py")):
-        parts = path.relative_to(directory).parts
-        if any(p.startswith(".") or p == "__pycache__" for p in parts) or path.name in _SKIP_NAMES:
-            continue
+    files: list[Path] = []
+    for root, dirs, names in os.walk(directory):
+        # hidden folders, caches, and what sweeps and checks write (a sweep's directory, a run's) are not corpus
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__" and not _is_output(Path(root) / d)]
+        files.extend(Path(root) / n for n in names if n.endswith(".py") and n not in _SKIP_NAMES)
+    for path in sorted(files):
         _add(path, found, skipped, explicit=False)
+
+
+def _is_output(folder: Path) -> bool:
+    return (folder / STATE_FILE).exists() or (folder / RESULT_FILE).exists()
 
 
 def _add(path: Path, found: dict[Path, Program], skipped: list[str], explicit: bool) -> None:

@@ -9,6 +9,7 @@ as slots free up, so a long corpus does not sit in the Runner's queue (or on dis
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -61,7 +62,8 @@ class LocalPool:
         # one at a time: the minimizer already keeps two candidates in flight in the shared worker
         for task in tasks:
             on_start(task)
-            on_done(task, minimize_on(self.runner, task, task.out_dir / "work", task.out_dir / "checkpoints"))
+            with tempfile.TemporaryDirectory(prefix="divergence-minimize-") as work:
+                on_done(task, minimize_on(self.runner, task, Path(work), task.out_dir / "checkpoints"))
 
     def close(self) -> None:
         self.runner.close()

@@ -198,10 +198,10 @@ class RayPool:
 
     def _lost_check(self, task: CheckTask, exc: BaseException, seconds: float, killed: int) -> JobOutcome:
         if killed:
-            why = f"stopped answering past its {task.spec.options.timeout_s:g} s timeout plus {BACKSTOP_S:g} s and was killed"
+            why = f"stopped answering past its {task.spec.options.timeout_s:g} s timeout plus {BACKSTOP_S:g} s and was killed, on each of its {ATTEMPTS} attempts"
         else:
-            why = "died (killed, out of memory, or its node was lost)"
-        message = f"the Ray actor running this check {why} on each of its {ATTEMPTS} attempts ({type(exc).__name__}: {_first_line(exc)})"
+            why = f"died on each of its {ATTEMPTS} attempts (killed, out of memory, or its node was lost)"
+        message = f"the Ray actor running this check {why}; Ray said: {type(exc).__name__}: {_first_line(exc)}"
         kind = ErrorKind.CRASH if isinstance(exc, self._ray.exceptions.RayActorError) else ErrorKind.INTERNAL
         if kind is ErrorKind.INTERNAL:
             message = f"the sweep's Ray actor failed: {type(exc).__name__}: {_first_line(exc)}"

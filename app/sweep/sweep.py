@@ -43,7 +43,9 @@ class SweepConfig:
     ray: str | None = None  # None: the local pool; "local": a local Ray instance; else a cluster address
     minimize: bool = False
     minimize_budget_s: float | None = None
+    minimize_max: int | None = None  # at most this many new bugs per run (the most common first); the rest stay queued
     shrinkray: bool = True
+    ablation: bool = True  # each bug's issue.md gets the ablation over backends
     retry_errors: bool = False
     ship_runs: bool = False  # Ray: actors on this node also return runs as archives (what remote nodes do)
     cache_dir: Path | None = None
@@ -157,7 +159,7 @@ class _Runner:
         self.ran = 0
         self._running: set[str] = set()
         self._store: RunStore | None = RunStore()
-        self._specs: dict[str, JobSpec] = {}
+        self._specs: dict[str, JobSpec] = {}  # by key: the jobs this invocation planned
 
     @property
     def pool(self) -> Pool:
@@ -215,6 +217,7 @@ class _Runner:
 
     # -- bugs and minimizations --
     def bugs(self, divergent: Sequence[JobSpec]) -> None:
+        self._specs.update({s.key: s for s in divergent})
         rows = {r.key: r for r in self.state.jobs([s.key for s in divergent])}
         unlocalized = [s for s in divergent if rows[s.key].bug is None]
         localize_root = self.state.dir / bug_rules.LOCALIZE_DIR
@@ -227,14 +230,18 @@ class _Runner:
             tasks = [CheckTask(bug_rules.localization_spec(s), localize_root / s.key) for s in fresh]
             self.pool.run_checks(tasks, lambda task: None,
                                  lambda task, outcome: self._assign_bug(task.spec, rows[task.spec.key], bug_rules.stored_report(task.run_dir)))
-        queued = [b for b in self.state.bugs() if b.status == QUEUED and b.id in {r.bug for r in self.state.jobs([s.key for s in divergent])}]
+        jobs_of = Counter(r.bug for r in self.state.jobs([s.key for s in divergent]) if r.bug)
+        # the bugs most jobs show first: with --minimize-max, those are the ones minimized
+        queued = sorted((b for b in self.state.bugs() if b.status == QUEUED and b.id in jobs_of), key=lambda b: -jobs_of[b.id])
         if not queued:
             if divergent:
                 self.progress.note("every bug found has been minimized before: nothing new to minimize")
             return
-        self.progress.note(f"{len(queued)} new bug{'s' if len(queued) != 1 else ''} to minimize")
+        limit = self.config.minimize_max if self.config.minimize_max is not None else len(queued)
+        later = f"; {len(queued) - limit} more stay queued for the next run (--minimize-max {limit})" if len(queued) > limit else ""
+        self.progress.note(f"{len(queued)} new bug{'s' if len(queued) != 1 else ''} to minimize{later}")
         specs = {s.key: s for s in divergent}
-        tasks = [self._minimize_task(b, specs[b.representative]) for b in queued if b.representative in specs]
+        tasks = [self._minimize_task(b, specs[b.representative]) for b in queued[:limit] if b.representative in specs]
         self.pool.run_minimizations(tasks, self._minimize_started, self._minimize_finished)
 
     def _assign_bug(self, spec: JobSpec, row: JobRow, localized: Any) -> None:
@@ -252,12 +259,11 @@ class _Runner:
             other = self._specs.get(current.representative) if current else None
             if current is not None and current.status == QUEUED and (other is None or len(spec.source) < len(other.source)):
                 self.state.set_representative(bug.id, spec.key)
-        self._specs[spec.key] = spec
 
     def _minimize_task(self, bug: BugRow, spec: JobSpec) -> MinimizeTask:
         options = spec.options.replace(timeout_s=min(spec.options.timeout_s, 120.0))  # per candidate, as `divergence minimize`
         return MinimizeTask(bug.id, spec.source, options, spec.program, self.state.dir / MINIMIZED_DIR / bug.id,
-                            self.config.minimize_budget_s, self.config.shrinkray)
+                            self.config.minimize_budget_s, self.config.shrinkray, self.config.ablation)
 
     def _minimize_started(self, task: MinimizeTask) -> None:
         self.state.start_bug(task.bug)

@@ -32,6 +32,7 @@ class MinimizeTask:
     out_dir: Path  # on the sweep's machine: SWEEP_DIR/minimized/<bug>
     budget_s: float | None = None
     shrinkray: bool = True
+    ablation: bool = True  # the issue body's ablation over backends (about six more checks)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def minimize_on(runner: Runner, task: MinimizeTask, work_dir: Path, checkpoint_r
     try:
         result = minimize(
             task.source, task.options, runner, work_dir, budget_s=task.budget_s, checkpoint_root=checkpoint_root,
-            use_shrinkray=task.shrinkray, filename=Path(task.filename).name,
+            use_shrinkray=task.shrinkray, ablation=task.ablation, filename=Path(task.filename).name,
         )
     except NotReproducible as exc:
         return MinimizeOutcome("failed", str(exc))
