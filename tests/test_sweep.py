@@ -18,9 +18,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.sweep.corpus import CorpusError, find_programs
+from app.sweep.local_pool import LocalPool
 from app.sweep.matrix import MatrixError, cells, parse_axis
 from app.sweep.state import STATE_FILE
 from app.sweep.sweep import SweepConfig, plan, run_sweep
+from engine import Runner
 from engine.runner import descendants
 from tests.conftest import REPO
 
@@ -50,6 +52,21 @@ def test_the_matrix_multiplies_programs_and_bad_axes_say_what_is_wrong(tmp_path:
             parse_axis(bad)
     with pytest.raises(CorpusError, match="no such file"):
         find_programs([str(tmp_path / "missing*.py")])
+
+
+def test_ray_and_report_take_a_program_path_back_when_they_are_given_one() -> None:
+    from app.cli.main import build_parser
+    from app.cli.sweep import untangle
+
+    for argv, paths, ray, report in [
+        (["--ray", "sample_cases"], ["sample_cases"], "local", None),  # `--ray PATH`: PATH is a program, Ray a local instance
+        (["--ray", "10.0.0.1:6379", "sample_cases"], ["sample_cases"], "10.0.0.1:6379", None),
+        (["--report", "sample_cases"], ["sample_cases"], None, True),
+        (["sample_cases", "--report", "out.html"], ["sample_cases"], None, "out.html"),
+    ]:
+        args = build_parser().parse_args(["sweep", *argv])
+        untangle(args)
+        assert (args.paths, args.ray, args.report) == (paths, ray, report), argv
 
 
 def _sweep_cli(*args: str, home: Path) -> list[str]:
@@ -125,7 +142,7 @@ def inputs():
 
 
 @pytest.fixture(scope="module")
-def minimized_sweep(tmp_path_factory: pytest.TempPathFactory, divergence_home: Path, inductor_cache: Path):  # type: ignore[no-untyped-def]
+def minimized_sweep(tmp_path_factory: pytest.TempPathFactory, divergence_home: Path, inductor_cache: Path, runner: Runner):  # type: ignore[no-untyped-def]
     """Two programs with the same floor-division bug (different code, different output names) and one erf bug, with --minimize."""
     corpus = tmp_path_factory.mktemp("bugs")
     (corpus / "bucket_encoder.py").write_text(BUCKETS)
@@ -134,7 +151,7 @@ def minimized_sweep(tmp_path_factory: pytest.TempPathFactory, divergence_home: P
     # the sweep's directory inside the corpus: its own files (snippets, repros) must not become programs of a re-run
     config = SweepConfig(paths=(str(corpus),), sweep_dir=corpus / "bug-hunt", minimize=True, minimize_budget_s=15, minimize_max=1, shrinkray=False,
                          ablation=False, cache_dir=inductor_cache, report=corpus / "bug-hunt" / "report.html")
-    return config, run_sweep(config)
+    return config, run_sweep(config, pool=LocalPool(runner=runner))  # the session's warm worker
 
 
 @pytest.mark.slow
@@ -154,7 +171,7 @@ def test_minimize_shrinks_each_bug_once_however_many_programs_show_it(minimized_
     assert erf.status == "queued" and erf.repro is None
     html = (config.sweep_dir / "report.html").read_text()
     assert html.count('<tr data-v="divergent">') == 3 and floor.description in html and "repro.py" in html
-    again = run_sweep(SweepConfig(**{**config.__dict__, "minimize_max": 0}))  # nothing is checked again, no done bug minimized again
+    again = run_sweep(SweepConfig(**{**config.__dict__, "minimize_max": 0}))  # (and no pool is started: nothing to run)  # nothing is checked again, no done bug minimized again
     assert again.ran == 0 and [(b.id, b.finished) for b in again.bugs] == [(b.id, b.finished) for b in summary.bugs]
     assert len(again.jobs) == 3  # and the sweep's own directory inside the corpus added no program
 

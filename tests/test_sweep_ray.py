@@ -19,9 +19,11 @@ from typing import Iterator
 import pytest
 
 from app.store import RunStore
+from app.sweep.local_pool import LocalPool
 from app.sweep.matrix import parse_axis
 from app.sweep.state import severity_rank
 from app.sweep.sweep import SweepConfig, run_sweep
+from engine import Runner
 from engine.result import CheckResult
 from tests.conftest import REPO
 
@@ -60,10 +62,10 @@ def _verdicts(summary) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_ray_actors_and_the_local_pool_agree_on_the_gallery(ray_instance: None, tmp_path: Path, inductor_cache: Path) -> None:
+def test_ray_actors_and_the_local_pool_agree_on_the_gallery(ray_instance: None, tmp_path: Path, inductor_cache: Path, runner: Runner) -> None:
     paths = tuple(str(REPO / "sample_cases" / f"{case}.py") for case in GALLERY)
     config = SweepConfig(paths=paths, axes=(parse_axis("backend=inductor,aot_eager"),), slots=2, cache_dir=inductor_cache)
-    local = run_sweep(SweepConfig(**{**config.__dict__, "sweep_dir": tmp_path / "local"}))
+    local = run_sweep(SweepConfig(**{**config.__dict__, "sweep_dir": tmp_path / "local"}), pool=LocalPool(runner=runner))  # 2 at a time
     # ship_runs: the actors send each run back as an archive, as an actor on another node does
     on_ray = run_sweep(SweepConfig(**{**config.__dict__, "sweep_dir": tmp_path / "ray", "ray": "local", "ship_runs": True}))
     assert "Ray actors" in on_ray.pool and len(on_ray.jobs) == 2 * len(GALLERY)

@@ -53,7 +53,7 @@ def base_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _untangle(args: argparse.Namespace) -> None:
+def untangle(args: argparse.Namespace) -> None:
     """`--ray PATH` and `--report PATH` took a program path for their optional value: give it back."""
     if args.ray not in (None, "local") and not _RAY_ADDRESS.match(args.ray) and Path(args.ray).exists():
         args.paths.insert(0, args.ray)
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from app.sweep.sweep import SweepConfig, print_summary, run_sweep
     from engine.options import OptionsError
 
-    _untangle(args)
+    untangle(args)
     if not args.paths:
         print("divergence sweep: give at least one PATH (a program, a directory or a glob)", file=sys.stderr)
         return 2

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from engine.runner import Job, Runner
+from engine.runner import Job, Progress, Runner
 from app.sweep.jobs import JobOutcome, outcome_of
 from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, minimize_on
 
-_POLL_S = 0.05
+_WAKE_S = 1.0  # a backstop only: the jobs' own reports wake the loop
 
 
 def default_slots() -> int:
@@ -27,9 +28,12 @@ def default_slots() -> int:
 
 
 class LocalPool:
-    def __init__(self, slots: int | None = None, cache_dir: Path | None = None) -> None:
-        self.slots = max(1, slots or default_slots())
-        self.runner = Runner(cache_dir=cache_dir, max_running=self.slots)
+    """`runner`: an engine Runner to borrow (its max_running is the slots), left open by close()."""
+
+    def __init__(self, slots: int | None = None, cache_dir: Path | None = None, runner: Runner | None = None) -> None:
+        self._owned = runner is None
+        self.runner = runner or Runner(cache_dir=cache_dir, max_running=max(1, slots or default_slots()))
+        self.slots = self.runner.max_running
         self.runner.start()  # torch is imported now, not in the first job's seconds
         self.description = f"{self.slots} check{'s' if self.slots != 1 else ''} at a time in one warm worker on this machine"
 
@@ -37,6 +41,12 @@ class LocalPool:
                    on_done: Callable[[CheckTask, JobOutcome], None]) -> None:
         waiting = iter(tasks)
         in_flight: dict[Job, tuple[CheckTask, float]] = {}
+        finished = threading.Event()  # set by a job's last progress report ("done"), so no job waits for a poll
+
+        def progress(p: Progress) -> None:
+            if p.stage == "done":
+                finished.set()
+
         exhausted = False
         while True:
             while not exhausted and len(in_flight) < self.slots:
@@ -46,14 +56,15 @@ class LocalPool:
                     break
                 on_start(task)
                 spec = task.spec
-                in_flight[self.runner.submit(spec.source, spec.options, spec.program, task.run_dir)] = (task, time.monotonic())
+                in_flight[self.runner.submit(spec.source, spec.options, spec.program, task.run_dir, progress)] = (task, time.monotonic())
             if not in_flight:
                 return
-            finished = [job for job in in_flight if job.done()]
-            if not finished:
-                time.sleep(_POLL_S)
+            done = [job for job in in_flight if job.done()]  # a job refused at submit is done without a report
+            if not done:
+                finished.wait(_WAKE_S)
+                finished.clear()
                 continue
-            for job in finished:
+            for job in done:
                 task, started = in_flight.pop(job)
                 on_done(task, outcome_of(job.wait(), task.run_dir, time.monotonic() - started, "local"))
 
@@ -66,4 +77,5 @@ class LocalPool:
                 on_done(task, minimize_on(self.runner, task, Path(work), task.out_dir / "checkpoints"))
 
     def close(self) -> None:
-        self.runner.close()
+        if self._owned:
+            self.runner.close()

@@ -76,9 +76,6 @@ class CheckActor:
         with tempfile.TemporaryDirectory(prefix="divergence-minimize-") as tmp:
             return minimize_on(self.runner, task, Path(tmp), checkpoints)
 
-    def close(self) -> None:
-        self.runner.close()
-
 
 def pack(run_dir: Path) -> bytes:
     buffer = io.BytesIO()
@@ -133,7 +130,7 @@ class RayPool:
             self.close()
             raise RayUnavailable(
                 f"the Ray actors did not start ({type(exc).__name__}: {_first_line(exc)}); every node needs divergence-explorer "
-                "installed in the Python that Ray runs (see README, 'A sweep on a Ray cluster')"
+                "installed in the Python that Ray runs (README: 'A sweep on a multi-GPU Ray cluster')"
             ) from None
         nodes = len({w.split(" pid ")[0] for w in where})
         self.description = (f"{count} Ray actor{'s' if count != 1 else ''} on {nodes} node{'s' if nodes != 1 else ''}"
@@ -213,10 +210,7 @@ class RayPool:
     def close(self) -> None:
         ray = self._ray
         for actor in getattr(self, "actors", []):
-            try:
-                ray.get(actor.close.remote(), timeout=15)
-            except Exception:
-                pass
+            # its worker sees its input close and exits, killing a check still in flight (Ctrl-C)
             ray.kill(actor, no_restart=True)
         self.actors = []
         if self.owned and ray.is_initialized():

@@ -19,9 +19,9 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
-from engine.judge.verdicts import Verdict
+from engine.judge.verdicts import ErrorKind, Verdict
 from engine.result import RESULT_FILE, CheckResult
 from app.sweep.jobs import SEVERITY_ORDER, JobOutcome, JobSpec, outcome_of
 
@@ -150,13 +150,14 @@ class SweepState:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
             self._lock_fd = fd
+            conn = self._connect()
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")  # the app reads while the sweep writes
+                conn.executescript(_SCHEMA)
+            finally:
+                conn.close()
         elif not self.path.exists():
             raise FileNotFoundError(f"no sweep in {self.dir} (no {STATE_FILE})")
-        with self._connect() as conn:
-            if lock:
-                conn.execute("PRAGMA journal_mode=WAL")  # the app reads while the sweep writes
-            conn.executescript(_SCHEMA)
-        conn.close()
 
     def close(self) -> None:
         if self._lock_fd is not None:
@@ -247,7 +248,8 @@ class SweepState:
         for row in self._rows("SELECT key, run_dir, started FROM jobs WHERE status = ?", (RUNNING,)):
             run_dir = Path(row["run_dir"]) if row["run_dir"] else None
             result = _stored_result(run_dir) if run_dir is not None else None
-            if result is not None and run_dir is not None:
+            cancelled = result is not None and result.error is not None and result.error.kind is ErrorKind.CANCELLED
+            if result is not None and run_dir is not None and not cancelled:
                 seconds = max(0.0, (run_dir / RESULT_FILE).stat().st_mtime - (row["started"] or 0.0))
                 self.finish(row["key"], outcome_of(result, run_dir, seconds, "recovered after the sweep stopped"))
                 adopted += 1
@@ -350,6 +352,3 @@ def _job(row: sqlite3.Row) -> JobRow:
         where_ran=row["where_ran"], finished=row["finished"], bug=row["bug"],
     )
 
-
-def iter_done(rows: Sequence[JobRow]) -> Iterator[JobRow]:
-    return (r for r in rows if r.status == DONE)

@@ -25,7 +25,7 @@ from app.store import RunRecord, RunStore
 from app.sweep import bugs as bug_rules
 from app.sweep import matrix, registry, report
 from app.sweep.corpus import Corpus, find_programs
-from app.sweep.jobs import JobOutcome, JobSpec, job_key
+from app.sweep.jobs import LIMITS, JobOutcome, JobSpec, job_key
 from app.sweep.progress import SweepProgress, duration
 from app.sweep.state import DONE, QUEUED, BugRow, JobRow, SweepState
 from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, Pool, write_minimization
@@ -98,7 +98,7 @@ def default_sweep_dir(config: SweepConfig) -> Path:
     identity = {
         "paths": [str(Path(p).expanduser().resolve()) for p in config.paths],
         "axes": [[a.key, list(a.values)] for a in config.axes],
-        "options": dict(config.base_options),
+        "options": {k: v for k, v in config.base_options.items() if k not in LIMITS},  # --timeout 900 resumes the same sweep
     }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
     stem = Path(config.paths[0]).expanduser().resolve().name if config.paths else "sweep"
@@ -125,27 +125,27 @@ def run_sweep(config: SweepConfig, progress: SweepProgress | None = None, pool: 
         progress.planned(len(specs), before, len(corpus.programs), n_cells, len(corpus.skipped))
         for line in corpus.skipped[:5]:
             progress.note(f"  skipped {line[:200]}")
-        runner = _Runner(config, state, progress, pool, sweep_dir.name)
+        invocation = _Invocation(config, state, progress, pool, sweep_dir.name)
         try:
             if todo:
-                runner.checks(todo)
+                invocation.checks(todo)
             if config.minimize:
-                runner.bugs([s for s in specs if s.key in _divergent_keys(state, keys)])
+                invocation.bugs([s for s in specs if s.key in _divergent_keys(state, keys)])
         finally:
-            runner.close()
+            invocation.close()
         json_path = report.write_json(state)
         report_path = report.write_html(state, config.report) if config.report is not None else None
         rows = [r for r in state.by_severity() if r.key in set(keys)]
         bug_ids = {r.bug for r in rows if r.bug}
-        return SweepSummary(sweep_dir, tuple(rows), tuple(b for b in state.bugs() if b.id in bug_ids), runner.ran,
-                            time.monotonic() - started, runner.pool_description, json_path, report_path)
+        return SweepSummary(sweep_dir, tuple(rows), tuple(b for b in state.bugs() if b.id in bug_ids), invocation.ran,
+                            time.monotonic() - started, invocation.pool_description, json_path, report_path)
 
 
 def _divergent_keys(state: SweepState, keys: Sequence[str]) -> set[str]:
     return {r.key for r in state.jobs(keys) if r.status == DONE and r.verdict == Verdict.DIVERGENT.value}
 
 
-class _Runner:
+class _Invocation:
     """The parts of one invocation that share its pool (created on first need) and its state file."""
 
     def __init__(self, config: SweepConfig, state: SweepState, progress: SweepProgress, pool: Pool | None, sweep_name: str) -> None:

@@ -1,0 +1,99 @@
+"""Throughput of `divergence sweep`: jobs per minute on the local pool and on Ray, cold and warm, and Ray's cost per job.
+
+The corpus is the first CPU cases of the gallery (in slug order) under `--matrix backend=inductor,aot_eager`,
+so half the jobs compile with Inductor and half only trace. Each configuration (local pool with 1 and 2
+checks at a time, Ray with 1 and 2 actors on a local instance) runs it once with a cold Inductor cache (a
+fresh one per configuration) and once warm (a cache filled beforehand). The pool's start (worker start,
+Ray instance and actors) is timed apart from the jobs. Ray's cost per job is measured on a second corpus
+of tiny programs checked with backend=eager (no compile), where almost all of a job's time is overhead.
+
+    flock /tmp/cpu-heavy.lock python benchmarks/sweep.py [--cases 8] [--tiny 24] [--no-cold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from app.sweep.local_pool import LocalPool  # noqa: E402
+from app.sweep.matrix import parse_axis  # noqa: E402
+from app.sweep.sweep import SweepConfig, run_sweep  # noqa: E402
+from engine.cases import load_cases  # noqa: E402
+
+CONFIGS = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2))
+TINY = "import torch\n\ndef fn(x):\n    return x * {k} + 1\n\ndef inputs():\n    return (torch.randn(16),)\n"
+
+
+def gallery(n: int) -> list[str]:
+    cases = [c for c in load_cases() if not c.cuda_only and not c.slow]
+    return [str(c.path) for c in cases[:n]]
+
+
+def measure(kind: str, slots: int, paths: list[str], cache: Path, axes: tuple, options: dict) -> tuple[float, float, int, dict[str, str]]:
+    """(pool start s, jobs s, jobs, verdict per job key) for one configuration, in a data folder of its own."""
+    home = Path(tempfile.mkdtemp(prefix="sweep-bench-home-"))
+    os.environ["DIVERGENCE_HOME"] = str(home)  # read by the workers (and a Ray instance started after this)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+    started = time.perf_counter()
+    if kind == "ray":
+        from app.sweep.ray_pool import RayPool
+
+        pool = RayPool("local", slots, cache)
+    else:
+        pool = LocalPool(slots, cache)
+    start_s = time.perf_counter() - started
+    try:
+        summary = run_sweep(SweepConfig(paths=tuple(paths), axes=axes, base_options=options, sweep_dir=home / "sweep", cache_dir=cache), pool=pool)
+    finally:
+        pool.close()
+    return start_s, summary.elapsed_s, len(summary.jobs), {r.key: r.verdict or "" for r in summary.jobs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=8, help="gallery cases in the corpus (x 2 backends)")
+    parser.add_argument("--tiny", type=int, default=24, help="tiny programs for Ray's cost per job")
+    parser.add_argument("--no-cold", dest="cold", action="store_false")
+    args = parser.parse_args()
+
+    import torch
+
+    paths = gallery(args.cases)
+    axes = (parse_axis("backend=inductor,aot_eager"),)
+    print(f"corpus: {len(paths)} gallery cases x backend=inductor,aot_eager = {2 * len(paths)} jobs; torch {torch.__version__}, "
+          f"{len(os.sched_getaffinity(0))} cores", flush=True)
+    print(f"{'pool':<10} {'cache':<5} {'start s':>8} {'jobs s':>8} {'jobs/min':>9}  verdicts", flush=True)
+    reference: dict[str, str] | None = None
+    warm = Path(tempfile.mkdtemp(prefix="sweep-bench-warm-"))
+    measure("local", 2, paths, warm, axes, {})  # fills the warm cache (not reported)
+    for cache_kind in (("cold", "warm") if args.cold else ("warm",)):
+        for kind, slots in CONFIGS:
+            cache = Path(tempfile.mkdtemp(prefix="sweep-bench-cold-")) if cache_kind == "cold" else warm
+            start_s, jobs_s, jobs, verdicts = measure(kind, slots, paths, cache, axes, {})
+            reference = reference or verdicts
+            same = "same" if verdicts == reference else f"DIFFER on {sum(verdicts[k] != reference.get(k) for k in verdicts)} jobs"
+            print(f"{kind + ' x' + str(slots):<10} {cache_kind:<5} {start_s:8.1f} {jobs_s:8.1f} {jobs / jobs_s * 60:9.1f}  {same}", flush=True)
+
+    tiny_dir = Path(tempfile.mkdtemp(prefix="sweep-bench-tiny-"))
+    for k in range(args.tiny):
+        (tiny_dir / f"tiny_{k:03d}.py").write_text(TINY.format(k=k + 2))
+    print(f"\nper-job cost on {args.tiny} tiny programs checked with backend=eager (nothing compiles):", flush=True)
+    per_job: dict[tuple[str, int], float] = {}
+    for kind, slots in CONFIGS:
+        _, jobs_s, jobs, _ = measure(kind, slots, [str(tiny_dir)], warm, (), {"backend": "eager"})
+        per_job[(kind, slots)] = jobs_s / jobs
+        print(f"{kind + ' x' + str(slots):<10} {jobs_s / jobs:6.3f} s per job ({jobs / jobs_s * 60:6.1f} jobs/min)", flush=True)
+    for slots in (1, 2):
+        extra = per_job[("ray", slots)] - per_job[("local", slots)]
+        print(f"Ray's cost per job over the local pool, {slots} at a time: {extra * 1000:+.0f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()
