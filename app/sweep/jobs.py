@@ -20,8 +20,9 @@ from engine.result import CheckResult
 
 # options that bound a check rather than define it: not part of the key
 LIMITS = ("timeout_s", "memory_limit_mb", "max_output_mb", "max_processes")
-# the order of the end-of-sweep table: a divergence is the finding, an error a job that could not judge
-SEVERITY_ORDER = (Verdict.DIVERGENT, Verdict.ERROR, Verdict.PRECISION_CAST, Verdict.BENIGN, Verdict.MATCH)
+# the order of the end-of-sweep table: a divergence is the finding, then the jobs that could not judge, then
+# the engine's own order (the named mechanisms before benign before match)
+SEVERITY_ORDER = tuple(sorted(Verdict, key=lambda v: (v is not Verdict.DIVERGENT, -v.severity)))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 from engine.judge.verdicts import ErrorKind
-from engine.runner import Runner, error_result, output_tail
+from engine.runner import Runner, WorkerUnavailable, error_result, output_tail
 from app.sweep.jobs import JobOutcome, error_outcome
 from app.sweep.local_pool import default_slots
 from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, check_on, minimize_on
@@ -58,9 +58,14 @@ class CheckActor:
         self.runner = Runner(cache_dir=Path(cache_dir) if self.same_node and cache_dir else None, max_running=1)
         restarted = " (restarted)" if context.was_current_actor_reconstructed else ""
         self.where = f"ray {socket.gethostname()} pid {os.getpid()}{restarted}"
+        # import torch in the worker now: a job (a retried one on a restarted actor too) must not spend its
+        # time limit on the start; a worker that cannot start is reported by the first check instead
+        try:
+            self.runner.start()
+        except WorkerUnavailable:
+            pass
 
     def ready(self) -> str:
-        self.runner.start()  # import torch now, so the first job does not pay for it
         return self.where
 
     def check(self, task: CheckTask) -> tuple[JobOutcome, bytes | None]:

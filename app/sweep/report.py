@@ -18,7 +18,7 @@ from app.sweep.state import DONE, BugRow, JobRow, SweepState
 
 JSON_FILE = "sweep.json"
 REPORT_FILE = "report.html"
-VERDICT_COLOURS = {"match": "#2e7d32", "benign": "#7cb342", "precision-cast": "#f9a825", "divergent": "#c62828", "error": "#6a1b9a",
+VERDICT_COLOURS = {"match": "#2e7d32", "benign": "#7cb342", "precision-cast": "#f9a825", "rng": "#ef6c00", "divergent": "#c62828", "error": "#6a1b9a",
                    "pending": "#9e9e9e", "running": "#1e88e5"}
 TABLE_ROWS = 50
 

@@ -28,8 +28,8 @@ from app.sweep.jobs import SEVERITY_ORDER, JobOutcome, JobSpec, outcome_of
 STATE_FILE = "sweep.sqlite"
 LOCK_FILE = ".lock"
 PENDING, RUNNING, DONE = "pending", "running", "done"
-# a bug's minimization: queued -> running -> done | failed | stopped
-QUEUED, FAILED, STOPPED = "queued", "failed", "stopped"
+# a bug's minimization: queued -> running -> done | failed
+QUEUED = "queued"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -37,7 +37,7 @@ class MinimizeTask:
 
 @dataclass(frozen=True)
 class MinimizeOutcome:
-    status: str  # "done", "failed" (nothing to minimize, flaky, or an error) or "stopped"
+    status: str  # "done", or "failed" (nothing to minimize, a flaky divergence, or an error)
     message: str
     tokens_before: int | None = None
     tokens_after: int | None = None
@@ -84,15 +84,11 @@ def minimize_on(runner: Runner, task: MinimizeTask, work_dir: Path, checkpoint_r
     except Exception as exc:  # a minimizer bug must not lose the sweep; the row says what happened
         return MinimizeOutcome("failed", f"the minimizer failed: {exc!r}\n{traceback.format_exc(limit=6)}")
     before, after = result.initial.tokens, result.final.tokens
-    if result.stopped:
-        status, verdict = "stopped", "stopped before the end"
-    else:
-        status = "done"
-        verdict = "repro verified in a fresh process" if result.repro_verified else "repro NOT verified in a fresh process"
-        if not result.confirmed:
-            verdict += "; FLAKY: the final candidate did not reproduce when re-checked"
+    verdict = "repro verified in a fresh process" if result.repro_verified else "repro NOT verified in a fresh process"
+    if not result.confirmed:
+        verdict += "; FLAKY: the final candidate did not reproduce when re-checked"
     message = f"{before} -> {after} tokens ({result.initial.lines} -> {result.final.lines} lines) in {result.elapsed_s:.0f} s, {result.oracle_calls} checks; {verdict}"
-    return MinimizeOutcome(status, message, before, after, result.minimized, result.repro, result.report, result.repro_verified)
+    return MinimizeOutcome("done", message, before, after, result.minimized, result.repro, result.report, result.repro_verified)
 
 
 def write_minimization(task: MinimizeTask, outcome: MinimizeOutcome) -> Path | None:
