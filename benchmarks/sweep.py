@@ -5,15 +5,17 @@ so half the jobs compile with Inductor and half only trace. Each configuration (
 checks at a time, Ray with 1 and 2 actors on a local instance) runs it once with a cold Inductor cache (a
 fresh one per configuration) and once warm (a cache filled beforehand). The pool's start (worker start,
 Ray instance and actors) is timed apart from the jobs. Ray's cost per job is measured on a second corpus
-of tiny programs checked with backend=eager (no compile), where almost all of a job's time is overhead.
+of tiny programs checked with backend=eager (no compile), where almost all of a job's time is overhead
+(median of interleaved repeats), and as the round trip of an actor call that does nothing.
 
-    flock /tmp/cpu-heavy.lock python benchmarks/sweep.py [--cases 8] [--tiny 24] [--no-cold]
+    flock /tmp/cpu-heavy.lock python benchmarks/sweep.py [--cases 8] [--tiny 24] [--repeats 3] [--no-cold]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -60,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=8, help="gallery cases in the corpus (x 2 backends)")
     parser.add_argument("--tiny", type=int, default=24, help="tiny programs for Ray's cost per job")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of the tiny corpus per configuration")
     parser.add_argument("--no-cold", dest="cold", action="store_false")
     args = parser.parse_args()
 
@@ -84,16 +87,39 @@ def main() -> None:
     tiny_dir = Path(tempfile.mkdtemp(prefix="sweep-bench-tiny-"))
     for k in range(args.tiny):
         (tiny_dir / f"tiny_{k:03d}.py").write_text(TINY.format(k=k + 2))
-    print(f"\nper-job cost on {args.tiny} tiny programs checked with backend=eager (nothing compiles):", flush=True)
-    per_job: dict[tuple[str, int], float] = {}
-    for kind, slots in CONFIGS:
-        _, jobs_s, jobs, _ = measure(kind, slots, [str(tiny_dir)], warm, (), {"backend": "eager"})
-        per_job[(kind, slots)] = jobs_s / jobs
-        print(f"{kind + ' x' + str(slots):<10} {jobs_s / jobs:6.3f} s per job ({jobs / jobs_s * 60:6.1f} jobs/min)", flush=True)
+    print(f"\nper-job cost on {args.tiny} tiny programs checked with backend=eager (nothing compiles), median of {args.repeats}:", flush=True)
+    per_job: dict[tuple[str, int], list[float]] = {c: [] for c in CONFIGS}
+    for _ in range(args.repeats):  # interleaved, so a noisy minute does not fall on one configuration only
+        for kind, slots in CONFIGS:
+            _, jobs_s, jobs, _ = measure(kind, slots, [str(tiny_dir)], warm, (), {"backend": "eager"})
+            per_job[(kind, slots)].append(jobs_s / jobs)
+    for (kind, slots), seconds in per_job.items():
+        print(f"{kind + ' x' + str(slots):<10} {statistics.median(seconds):6.3f} s per job  (runs: {', '.join(f'{x:.3f}' for x in seconds)})", flush=True)
     for slots in (1, 2):
-        extra = per_job[("ray", slots)] - per_job[("local", slots)]
+        extra = statistics.median(per_job[("ray", slots)]) - statistics.median(per_job[("local", slots)])
         print(f"Ray's cost per job over the local pool, {slots} at a time: {extra * 1000:+.0f} ms", flush=True)
+    print(f"a bare Ray actor call (submit, run nothing, get): {ray_round_trip() * 1000:.2f} ms", flush=True)
 
+
+def ray_round_trip(calls: int = 200) -> float:
+    """Seconds per call of a method that does nothing, on one actor of a local instance: Ray's own cost per task."""
+    import ray
+
+    @ray.remote(num_cpus=1)
+    class Echo:
+        def ping(self) -> int:
+            return 0
+
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        echo = Echo.remote()
+        ray.get(echo.ping.remote())
+        started = time.perf_counter()
+        for _ in range(calls):
+            ray.get(echo.ping.remote())
+        return (time.perf_counter() - started) / calls
+    finally:
+        ray.shutdown()
 
 if __name__ == "__main__":
     main()
