@@ -5,7 +5,8 @@ eager, compiles, runs compiled and calls `torch.testing.assert_close`, each with
 (a fresh one per tool) and then warm; a check in an already-running worker (the app's and the
 minimizer's case); where the warm check's seconds went (`stage_seconds`, whose sum the runner measures
 against its own clock, and the CLI's own start and exit besides); the share of comparing and saving; and
-the peak resident memory of the check's process as a multiple of one output's size.
+the peak resident memory of the check's process as a multiple of one output's size; and how long the app
+takes to show the stored run's heatmap.
 
     python benchmarks/check_overhead.py [FILE ...]      # default: the 16M- and 1e8-element programs
 
@@ -82,17 +83,18 @@ def main() -> None:
             bare_warm = timed([sys.executable, "-c", BARE, file], bare_env)
             ours_warm = timed([*ours, "check", "-q", file], our_env)
             warm = last_result(home)
+            views = first_view(home)
             repeat, in_worker = warm_worker(file, our_cache, home)
-        rows.append((file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, warm, in_worker))
+        rows.append((file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, warm, in_worker, views))
 
     print(f"{'program':44} {'bare cold':>9} {'ours cold':>9} {'ratio':>6} {'bare warm':>9} {'ours warm':>9} {'ratio':>6} {'warm worker':>11}")
-    for file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, _, _ in rows:
+    for file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, *_ in rows:
         print(
             f"{Path(file).name:44} {bare_cold:9.2f} {ours_cold:9.2f} {ours_cold / bare_cold:6.2f} "
             f"{bare_warm:9.2f} {ours_warm:9.2f} {ours_warm / bare_warm:6.2f} {repeat:11.2f}"
         )
     print("seconds of wall time; ratio = ours / bare; 'warm worker' = a check in a running worker, warm cache\n")
-    for file, _, _, _, ours_warm, repeat, warm, in_worker in rows:
+    for file, _, _, _, ours_warm, repeat, warm, in_worker, (figures, page) in rows:
         stages = warm["stage_seconds"]
         total = sum(stages.values())
         size = output_bytes(warm)
@@ -105,7 +107,47 @@ def main() -> None:
                 f"  {label}: comparing {s.get('comparing', 0):.2f} s ({s.get('comparing', 0) / wall:.0%} of the check), saving {s.get('saving', 0):.2f} s; "
                 f"peak RSS {result['peak_rss_mb'] / 1024:.2f} GiB = {result['peak_rss_mb'] * 2**20 / size:.1f}x one output ({size / 2**20:.0f} MiB)"
             )
+        print(f"  the app, from the stored run: heatmap + histogram + worst elements {figures * 1000:.0f} ms; the whole results page (AppTest) {page:.2f} s")
         print(f"  verdict: {warm['verdict']}; notes: {'; '.join(warm['notes']) or '-'}")
+
+
+def first_view(home: str) -> tuple[float, float]:
+    """The app's first sight of the latest run: seconds to build its worst leaf's heatmap (the Plotly JSON the
+    browser gets), histogram and worst-element table from the stored run, as app.result_view does; and the
+    whole results page rendered headlessly (Streamlit's AppTest), once the app's own worker is up."""
+    sys.path.insert(0, str(REPO))
+    import plotly.io
+    from streamlit.testing.v1 import AppTest
+
+    from app import heatmap as hm
+    from app.store import RunRecord, RunStore
+    from engine import CheckResult
+
+    run_dir = sorted((Path(home) / "runs").iterdir(), key=lambda p: p.stat().st_mtime)[-1]
+    start = time.perf_counter()
+    result = CheckResult.load(run_dir)
+    leaf = max(result.leaves, key=lambda l: (l.verdict.severity, l.max_ulp))
+    arrays, summary = result.load_arrays(leaf), result.load_summary(leaf)
+    shape = tuple(int(n) for n in summary["shape"])
+    spec = hm.default_spec(shape, leaf.worst_index)
+    view = hm.heatmap(arrays, hm.Metric.ABS, spec, dtype=leaf.dtype, pooled=hm.summary_pooled(summary, hm.Metric.ABS, spec, shape))
+    plotly.io.to_json(view.figure, validate=False)
+    plotly.io.to_json(hm.histogram_figure(summary["histogram"]), validate=False)
+    hm.summary_worst(summary, hm.Metric.ABS, shape, leaf.dtype)
+    figures = time.perf_counter() - start
+
+    os.environ["DIVERGENCE_HOME"] = home
+    RunStore().add(RunRecord(run_dir.name, time.time(), "benchmark", "paste", str(run_dir), result.options.to_json()))
+    AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300).run()  # imports, and the app starts its worker
+    time.sleep(15)  # let that worker import torch, off the measured page
+    page = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300)
+    page.query_params["run"] = run_dir.name
+    start = time.perf_counter()
+    page.run()
+    elapsed = time.perf_counter() - start
+    if page.exception or not page.get("plotly_chart"):
+        raise SystemExit(f"the results page of {run_dir} shows no heatmap: {page.exception}")
+    return figures, elapsed
 
 
 def warm_worker(file: str, cache: str, home: str) -> tuple[float, dict]:
