@@ -10,14 +10,17 @@ program's meaning, not rounding error, and the plain reference skips both:
 
 How: an eager re-run (same seed, same state) under `EagerTrace`, a dispatch mode that watches every ATen
 op. For each Python scalar meeting a bf16/fp16 operand it *asks eager* whether it rounds: it runs the op
-again with the scalar pre-rounded to that dtype and with the next value of the dtype; eager rounds (and it
-matters) when the first gives eager's bits and the second does not, on the op's own operands and, for a
-pointwise op of one tensor, on 4,097 values spanning [-8, 8] as well. No table of ops: the answer differs
-by op (on CPU, torch 2.13, eager rounds the scalar for add/sub/fmod/remainder/pow/clamp/comparisons but
-not for mul/div/lerp/leaky_relu) and by device. Each random op's output is kept. The fp64 run then goes
-under `FaithfulMode`, which rounds the same scalars of the same ops (matched by op, argument and value,
-in call order) and returns eager's draws, cast to float64, from the same random ops (matched by op and
-shape, in order; dropout's mask is replayed and the scaling recomputed).
+again with the scalar pre-rounded to that dtype and with the dtype's next value; eager rounds (and it
+matters) when the first gives eager's bits and the second does not. A pointwise op of one tensor is asked
+on every finite value of the dtype; any other op on its own operands, where the next value must change
+enough elements that not rounding would have shown EXPECTED_FLIPS differences. No table of ops: the
+answer differs by op (on CPU, torch 2.13, eager rounds the scalar for add/sub/fmod/remainder/pow/clamp/
+comparisons but not for mul/div/lerp/leaky_relu) and by device. A random op (tagged
+`nondeterministic_seeded`) that advanced a generator keeps its output; one that did not (attention with
+dropout_p=0 carries the tag too) is left alone. The fp64 run then goes under `FaithfulMode`, which rounds
+the same scalars of the same ops (matched by op, argument and value, in call order) and returns eager's
+draws, cast to float64, from the same random ops (matched by op and shape, in order; native_dropout's mask
+is replayed and its scaling recomputed in float64).
 
 Costs one eager re-run (no compile), a few extra calls of each low-precision op with a scalar, and one
 fp64 re-run only when the trace found something to change.
