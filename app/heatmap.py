@@ -10,6 +10,11 @@ of every cell, a 512x512 grid would be ~10 MB; the pooled grid is therefore size
 A pooled map is a heatmap (colour only) under an invisible scatter trace with one marker per block that
 carries the hover data: Streamlit reports a click on a scatter point as a selection, but not a click on
 a heatmap cell, and the hover data lives on the markers only, so a clickable block costs just its x/y.
+
+The check itself pools the slice through the worst element, finds the worst elements and counts the
+ULP histogram (engine.judge.summary, exactly as the functions here do from the values): the app draws a
+run's first view from that summary (summary_pooled, summary_worst, histogram_figure) and reads the
+memory-mapped values only for other slices, metrics' full-resolution blocks, and runs stored before it.
 """
 
 from __future__ import annotations
@@ -394,7 +399,8 @@ def summary_pooled(summary: Mapping[str, np.ndarray], metric: Metric, spec: Slic
     by, bx = (int(v) for v in summary["pool.block"])
     key = f"pool.{metric.value}"
     hover = {k: summary[f"{key}.{k}"] for k in ("eager", "compiled", "ref") if f"{key}.{k}" in summary}
-    return Pooled(summary[f"{key}.value"], summary[f"{key}.row"], summary[f"{key}.col"], (by, bx), (h, int(shape[spec.col_dim])), hover)
+    value, rows, cols = (summary[f"{key}.{k}"].astype(t) for k, t in (("value", np.float64), ("row", np.int64), ("col", np.int64)))
+    return Pooled(value, rows, cols, (by, bx), (h, int(shape[spec.col_dim])), hover)
 
 
 def _at_worst(sliced: Mapping[str, np.ndarray], pooled: Pooled) -> Mapping[str, np.ndarray]:

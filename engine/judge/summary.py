@@ -151,9 +151,8 @@ class Summarizer:
         values = {m: element_metric(m, d, self.dtype) for m in self.metrics}
         worst = {}
         for m, v in values.items():
-            # only what can still enter the top k: at least the k-th value so far (read without a lock: it only
-            # grows, and a stale one just keeps more candidates); ties at the k-th are all kept, the smaller
-            # position wins in _top
+            # only what can still enter the top k: at least the k-th value so far (it only grows); ties at the
+            # k-th are all kept, the smaller position wins in _top
             keep = torch.nonzero(v >= self.threshold[m]).reshape(-1) if self.threshold[m] > -math.inf else None
             candidates = v if keep is None else v[keep]
             if candidates.numel() > TOP_K:
@@ -215,9 +214,9 @@ class Summarizer:
         for m, (v, p) in self.worst.items():
             out[f"worst.{m}.value"], out[f"worst.{m}.position"] = v, p
             out.update(self._values_at(f"worst.{m}", torch.as_tensor(p, dtype=torch.int64)))
-        if len(self.shape) > 2 and metrics.mismatches:
+        if len(self.shape) > 2:
             self._plan(views.default_slice(self.shape, metrics.worst_index)[2])
-            if self.pool is not None:
+            if self.pool is not None and metrics.mismatches:
                 self._pool_slice()
         if self.pool is None:
             return out
@@ -242,8 +241,9 @@ class Summarizer:
             local = (1 << _POSITION_BITS) - 1 - (keys & ((1 << _POSITION_BITS) - 1))
             row = torch.where(empty, first_row, local // pool.cols)
             col = torch.where(empty, first_col, local % pool.cols)
-            out[f"pool.{m}.value"] = torch.where(empty, torch.full_like(value, float("nan")), value).numpy()
-            out[f"pool.{m}.row"], out[f"pool.{m}.col"] = row.numpy(), col.numpy()
+            # stored as float32 (the pooled values are float32 already) and int32 (a slice's rows and cols)
+            out[f"pool.{m}.value"] = torch.where(empty, torch.full_like(value, float("nan")), value).to(torch.float32).numpy()
+            out[f"pool.{m}.row"], out[f"pool.{m}.col"] = row.to(torch.int32).numpy(), col.to(torch.int32).numpy()
             out.update(self._values_at(f"pool.{m}", (pool.offset + row * pool.cols + col).reshape(-1), (gh, gw)))
         return out
 
