@@ -2,8 +2,9 @@
 
 The worker imports torch once and forks a child per check (engine.Runner), so `slots` children share one
 warm parent instead of each slot paying for its own torch import; a crash, hang or memory blow-up of one
-child ends as that job's `error` and the next job gets a fresh child. Jobs are handed to the Runner only
-as slots free up, so a long corpus does not sit in the Runner's queue (or on disk) all at once.
+child ends as that job's `error` and the next job gets a fresh child. Each check gets its share of the
+cores (OMP_NUM_THREADS, unless set already). Jobs are handed to the Runner only as slots free up, so a
+long corpus does not sit in the Runner's queue (or on disk) all at once.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ class LocalPool:
 
     def __init__(self, slots: int | None = None, cache_dir: Path | None = None, runner: Runner | None = None) -> None:
         self._owned = runner is None
-        self.runner = runner or Runner(cache_dir=cache_dir, max_running=max(1, slots or default_slots()))
+        slots = max(1, slots or default_slots())
+        # the cores shared out between the checks at once (as Ray does for an actor of num_cpus=1): two
+        # checks each running torch's and Inductor's OpenMP loops on every core only thrash each other
+        threads = {} if "OMP_NUM_THREADS" in os.environ else {"OMP_NUM_THREADS": str(max(1, default_slots() // slots))}
+        self.runner = runner or Runner(cache_dir=cache_dir, env=threads, max_running=slots)
         self.slots = self.runner.max_running
         self.runner.start()  # torch is imported now, not in the first job's seconds
         self.description = f"{self.slots} check{'s' if self.slots != 1 else ''} at a time in one warm worker on this machine"
