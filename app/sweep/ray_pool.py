@@ -123,7 +123,9 @@ class RayPool:
             self.notes.append(f"{count} actors asked for, but each takes one of the cluster's {gpus} GPUs: {gpus} started")
             count = gpus
         self.slots = count
-        driver_node = ray.get_runtime_context().get_node_id()
+        # through Ray Client (ray://) this process is on no node of the cluster: every actor is remote
+        client = str(address or "").startswith("ray://")
+        driver_node = "" if client else ray.get_runtime_context().get_node_id()
         actor_class = ray.remote(CheckActor).options(
             num_cpus=1, num_gpus=1 if gpus else 0, max_restarts=-1, max_task_retries=ATTEMPTS - 1,
         )
