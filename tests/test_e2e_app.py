@@ -59,7 +59,7 @@ def test_live_stage_and_cancel_in_a_real_browser(server: str, page: object):
     page.keyboard.insert_text("# typed in the highlighted editor\n")
     # straight to the plain text area (this test covers that path in a browser): the typed text comes along
     page.get_by_text("plain text").click()
-    program = page.get_by_label("Program")
+    program = page.get_by_label("Program", exact=True)
     expect(program).to_have_value("# typed in the highlighted editor\n", timeout=30_000)
     program.fill(SLOW)
     program.press("Control+Enter")

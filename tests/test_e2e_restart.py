@@ -57,7 +57,7 @@ def until(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 def run_program(page: Any, source: str) -> None:
     page.get_by_text("plain text").click()  # test_e2e_app.py covers the highlighted editor
-    program = page.get_by_label("Program")
+    program = page.get_by_label("Program", exact=True)
     program.fill(source)
     program.press("Control+Enter")
     page.get_by_role("button", name="Run check").click()
