@@ -110,7 +110,9 @@ def execute(source: str, filename: str, as_main: bool) -> dict[str, Any]:
     previous = sys.modules.get(module_name)
     sys.modules[module_name] = module
     try:
-        exec(compile(source, filename, "exec"), module.__dict__)
+        # dont_inherit: this module's own `from __future__ import annotations` must not leak into the snippet;
+        # a fresh interpreter (the minimizer's repro.py) evaluates annotations, so the check must too
+        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
     finally:
         if previous is not None and not as_main:
             sys.modules[module_name] = previous

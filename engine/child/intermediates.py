@@ -8,6 +8,7 @@ intermediates.json for the caller side to read.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -82,7 +83,10 @@ def _localize(run: Run, targets: set[str]) -> IntermediatesReport:
     try:
         # caches off: a cache hit would skip the instrumentation, and an instrumented artifact must never
         # be served to another check
-        with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False), capture_generated_code(None) as captured:
+        # without --backward only the forward's values matter: under no_grad AOTAutograd compiles an inference
+        # graph, whose outputs can be extended (a training graph's forward returns saved tensors it relies on)
+        grad = contextlib.nullcontext() if run.options.backward else torch.no_grad()
+        with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False), capture_generated_code(None) as captured, grad:
             try:
                 if run.style is SnippetStyle.REPRO:
                     outcomes = run_repro(run, seed, settings)
@@ -151,6 +155,9 @@ def _instrumenting_backend(graphs: list[_Graph]) -> Any:
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
     def inner(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
+        if kwargs.get("is_backward"):
+            # a backward graph must return exactly one gradient per input: extra outputs break AOTAutograd
+            return compile_fx_inner(gm, example_inputs, **kwargs)
         reference = copy.deepcopy(gm)
         output = next(n for n in gm.graph.nodes if n.op == "output")
         raw = output.args[0]
@@ -163,7 +170,7 @@ def _instrumenting_backend(graphs: list[_Graph]) -> Any:
         record = _Graph(
             reference,
             [n.name if n is not None else "" for n in returned],
-            {n.name: _op_name(n.target) for n in returned if n is not None},
+            {n.name: _node_op(n) for n in returned if n is not None},
             len(original),
             {n.name: i for i, n in enumerate(gm.graph.nodes)},
         )
@@ -200,6 +207,17 @@ def _exposable(node: Any) -> bool:
     if schema is not None and schema.is_mutable:  # in-place epilogues (copy_ into inputs) are not values
         return False
     return all(isinstance(s, int) for s in val.shape)  # symbolic sizes: skip rather than guess
+
+
+def _node_op(node: Any) -> str:
+    """The node's op; `getitem` of a multi-output op (var_mean, split) names that op and the index taken."""
+    import operator
+
+    import torch
+
+    if node.target is operator.getitem and node.args and isinstance(node.args[0], torch.fx.Node):
+        return f"{_op_name(node.args[0].target)}[{node.args[1]}]"
+    return _op_name(node.target)
 
 
 def _op_name(target: Any) -> str:
