@@ -33,6 +33,7 @@ from minimizer.syntax import canonical
 OUT_DIR = "minimize"  # inside the run's directory
 OUTCOME_FILE = "outcome.json"
 REPRO_FILE = "repro.py"
+SNIPPET_FILE = "repro.snippet.py"  # the minimized program alone, beside its self-checking repro
 ISSUE_FILE = "issue.md"
 BUSY_RETRY_S = 2.0
 MAX_CANDIDATE_TIMEOUT_S = 120.0  # a reduction often makes a candidate loop; don't let one eat the whole budget
@@ -292,10 +293,12 @@ class MinimizeJob:
 def save_outcome(run_dir: Path, outcome: Outcome) -> None:
     out = Path(run_dir) / OUT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    for name in (REPRO_FILE, ISSUE_FILE):  # never leave the files of an earlier, different outcome
+    for name in (REPRO_FILE, SNIPPET_FILE, ISSUE_FILE):  # never leave the files of an earlier, different outcome
         (out / name).unlink(missing_ok=True)
     if outcome.repro is not None:
         (out / REPRO_FILE).write_text(outcome.repro)
+    if outcome.state == DONE and outcome.minimized:
+        (out / SNIPPET_FILE).write_text(outcome.minimized)
     if outcome.report is not None:
         (out / ISSUE_FILE).write_text(outcome.report)
     tmp = out / (OUTCOME_FILE + ".tmp")

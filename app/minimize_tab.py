@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from app import running
-from app.minimize_job import DONE, FAILED, STARTING, STOPPED, MinimizeJob, Outcome, Registry, Settings, Snapshot, checkpoint_root, checkpointed_best, load_outcome
+from app.minimize_job import DONE, FAILED, SNIPPET_FILE, STARTING, STOPPED, MinimizeJob, Outcome, Registry, Settings, Snapshot, checkpoint_root, checkpointed_best, load_outcome
 from app.store import INTERRUPTED, RunRecord
 from engine import CheckResult, Verdict, data_dir
 from minimizer import measure
@@ -163,7 +163,10 @@ def show_outcome(run_id: str, o: Outcome) -> None:
             with st.expander("Best candidate so far (checkpointed)"):
                 st.code(o.minimized, language="python", line_numbers=True)
         return
-    repro_tab, issue_tab, out_tab = st.tabs(["repro.py", "Issue body (markdown)", "repro.py output"])
+    snippet_tab, repro_tab, issue_tab, out_tab = st.tabs(["Minimized program", "repro.py", "Issue body (markdown)", "repro.py output"])
+    with snippet_tab:  # what a user pastes: the app and `divergence check` accept it as it is
+        st.download_button("Download repro.snippet.py", o.minimized, file_name=SNIPPET_FILE, key=f"min_dl_snippet:{run_id}")
+        st.code(o.minimized, language="python", line_numbers=True)
     with repro_tab:
         if o.repro is not None:
             st.download_button("Download repro.py", o.repro, file_name="repro.py", key=f"min_dl_repro:{run_id}")

@@ -1,8 +1,12 @@
 """The whole minimization: establish the signature, reduce, polish with shrinkray, confirm, emit repro and report.
 
-The pipeline's guarantees: the signature is established from two runs of the original (a flaky
-divergence is refused, not minimized); the final candidate is re-checked once more (a flip is reported
-as flakiness); the repro is offered as verified only when a fresh interpreter running it exits non-zero.
+The pipeline's guarantees: the signature (leaf, symptoms, mechanism, eval state, first diverging op;
+see `minimizer.oracle`) is established from two runs of the original and one with the mechanism
+switches on (a flaky divergence, or one the random stream or a precision cast explains, is refused,
+not minimized); the final candidate is re-checked once more, with its first diverging intermediate (a
+flip is reported as flakiness); the repro is offered as verified only when a fresh interpreter running
+it exits 1 and says DIVERGENT. When the final repro does not, the last adopted candidate whose repro
+does is offered instead, and the notes say so: an unverified repro is never the main result.
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ from pathlib import Path
 from typing import Callable
 
 from engine import CheckOptions, Runner
-from minimizer.graph import graph_rewrite
-from minimizer.oracle import DivergenceOracle, Signature
+from minimizer.oracle import Checked, DivergenceOracle, Signature
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
+from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
 from minimizer.reducer import Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
-from minimizer.repro import ReproError, emit, verify
+from minimizer.repro import ReproError, Verification, emit, verify
 from minimizer.size import Size, measure, sort_key
-from minimizer.syntax import canonical, keeps_style, statically_plausible
+from minimizer.syntax import canonical, fresh, keeps_style, prune, statically_plausible, tidy_tree, unparse
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,10 @@ class MinimizeResult:
     report: str | None
     notes: tuple[str, ...]
     stopped: bool = False  # should_stop() said so: the best so far; the re-check, repro run or ablation may be missing
+    fell_back: bool = False  # the last candidate's repro did not reproduce: `minimized` is an earlier one whose repro does
+    guard_calls: int = 0  # checks spent on where adopted candidates start (included in oracle_calls)
+    guard_seconds: float = 0.0
+    final_check: Checked | None = None  # the re-check of `minimized`: the figures the report quotes
 
 
 def minimize(
@@ -90,8 +98,14 @@ def minimize(
             note(f"resuming from the checkpoint in {checkpoint} ({measure(best).tokens} tokens)")
     plausible = keeps_style(start)
     problem = Problem(resumed or start, oracle, on_progress, deadline, checkpoint, rejected, should_stop=stop, plausible=plausible)
+    if not stop() and not _tidy_first(problem):
+        # dead code the program needs (a draw that shifts the RNG, say): prune nothing behind the oracle's back
+        note("tidying the program loses the divergence: dead code is removed only where the oracle agrees")
+    else:
+        problem.normalize = _pruned
 
-    passes: list[ReductionPass] = ([graph_rewrite(oracle.fx_graphs)] if use_graph else []) + list(SOURCE_PASSES)
+    graph_passes: list[ReductionPass] = [graph_rewrite(oracle.fx_graphs), truncate_output, promote_to_inputs(oracle.fx_graphs)]
+    passes: list[ReductionPass] = (graph_passes if use_graph else []) + list(SOURCE_PASSES)
     stats = Reducer(passes).run(problem)
 
     if use_shrinkray and not stats.budget_exhausted and not stop():
@@ -105,23 +119,37 @@ def minimize(
     if stop():
         note("stopped: the best candidate so far, not re-checked and without a verified repro")
         return _stopped(source, final, signature, problem, stats, oracle, started, options, notes)
-    repro, verified, output = None, False, ""
-    try:
-        repro = emit(final, options, seed=options.seed)
-    except ReproError as exc:
-        note(f"no generated harness: {exc}")
+    run_options = oracle.candidate_options  # the switches the signature was established with go into the repro
+
+    def check_repro(program: str) -> tuple[str | None, Verification | None]:
+        try:
+            script = emit(program, run_options, seed=options.seed)
+        except ReproError as exc:
+            note(f"no generated harness: {exc}")
+            return None, None
+        return script, verify(script, python or runner.python, options.timeout_s, work_dir / "verify", stop, runner.cache_dir)
+
     # the re-check runs in the worker and the repro in a fresh interpreter: side by side, not one after the other
     with ThreadPoolExecutor(1) as pool:
-        verifying = None if repro is None else pool.submit(
-            verify, repro, python or runner.python, options.timeout_s, work_dir / "verify", stop, runner.cache_dir)
-        confirmed = oracle.confirm(final) if final != start else True
-        if not confirmed:
-            note("FLAKY: the final candidate did not reproduce when re-checked; treat the result with suspicion")
-        if verifying is not None:
-            check = verifying.result()
-            verified, output = check.reproduces, check.output
-            if not verified:
-                note(f"the generated repro did not reproduce in a fresh process (exit {check.exit_code}); not offered as verified")
+        verifying = pool.submit(check_repro, final)
+        final_run = oracle.final_check(final)
+        repro, check = verifying.result()
+    fell_back = False
+    if check is not None and not check.reproduces and not stop():
+        note(f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}): {_last_line(check.output)}")
+        found = _fall_back(problem.history, check_repro, stop)
+        if found is not None:
+            final, repro, check = found
+            fell_back = True
+            final_run = oracle.final_check(final)
+            note(f"fell back to the last candidate whose repro reproduces ({measure(final).tokens} tokens)")
+    confirmed = oracle.confirmed(final_run)
+    if not confirmed:
+        note("FLAKY: the final candidate did not reproduce the signature when re-checked; treat the result with suspicion")
+    verified = check is not None and check.reproduces
+    output = check.output if check is not None else ""
+    if check is not None and not verified:
+        note(f"no candidate's repro reproduced in a fresh process (exit {check.exit_code}); not offered as verified")
     repro = repro or final
     cut_short = stop()  # the repro run may have been killed for it; the ablation is skipped
 
@@ -129,9 +157,8 @@ def minimize(
     if ablation and not cut_short:
         from minimizer.report import locate, render
 
-        assert oracle.baseline is not None  # establish() set it
-        rows, loc = locate(runner, final, options, signature, work_dir / "ablation")
-        report = render(final, repro or final, output, signature, oracle.baseline, rows, loc)
+        rows, _ = locate(runner, final, options, signature, work_dir / "ablation")  # the ladder as the user runs it
+        report = render(final, signature, final_run, rows, verified)
 
     return MinimizeResult(
         original=source,
@@ -149,13 +176,51 @@ def minimize(
         report=report,
         notes=tuple(notes),
         stopped=cut_short,
+        fell_back=fell_back,
+        guard_calls=oracle.guard_calls,
+        guard_seconds=oracle.guard_seconds,
+        final_check=final_run,
     )
+
+
+def _pruned(source: str) -> str:
+    return unparse(prune(fresh(source)))
+
+
+def _tidy_first(problem: Problem) -> bool:
+    """Test the tidied program (docstrings, dead code, unused imports out); False when the oracle refuses it."""
+    tree = fresh(problem.current)
+    tidy_tree(tree)
+    tidied = unparse(tree)
+    return tidied == problem.current or problem.test(tidied)
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def _fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None, Verification | None]],
+               stop: Callable[[], bool]) -> tuple[str, str, Verification] | None:
+    """The last adopted candidate whose repro reproduces, by bisection over the history (the last one failed)."""
+    lo, hi = -1, len(history) - 1  # history[hi] fails; history[lo] (once tested) reproduces
+    best: tuple[str, str, Verification] | None = None
+    while hi - lo > 1 and not stop():
+        mid = (lo + hi + 1) // 2 if lo >= 0 else 0  # the original first: if it fails too, nothing will do
+        script, check = check_repro(history[mid])
+        if script is not None and check is not None and check.reproduces:
+            lo, best = mid, (history[mid], script, check)
+        elif mid == 0:
+            return None
+        else:
+            hi = mid
+    return best
 
 
 def _stopped(source: str, final: str, signature: Signature, problem: Problem, stats: ReduceStats, oracle: DivergenceOracle,
              started: float, options: CheckOptions, notes: list[str]) -> MinimizeResult:
     try:
-        repro: str | None = emit(final, options, seed=options.seed)  # emitting runs nothing
+        repro: str | None = emit(final, oracle.candidate_options, seed=options.seed)  # emitting runs nothing
     except ReproError:
         repro = final
     return MinimizeResult(

@@ -103,8 +103,10 @@ class Problem:
         rejected: Iterable[str] = (),
         should_stop: Callable[[], bool] | None = None,
         plausible: Callable[[str], bool] = statically_plausible,
+        normalize: Callable[[str], str] | None = None,
     ) -> None:
         self.current = initial
+        self.normalize = normalize  # applied to every candidate before it is hashed (dead-code removal)
         self.should_stop = should_stop
         self.plausible = plausible
         self.initial_tokens = count_tokens(initial)
@@ -122,6 +124,7 @@ class Problem:
         self.refused_edits: set[Edit] = set()
         self.last_tested_tokens = self.initial_tokens
         self.started = time.monotonic()
+        self.history: list[str] = [initial]  # every adopted candidate, in order: what a failed repro falls back along
 
     # -- the one entry point passes use --
     def first(self, candidates: Iterable[str]) -> str | None:
@@ -146,14 +149,28 @@ class Problem:
             self._report()
             # the smallest interesting one: the batch's calls are spent either way
             winners = sorted((c for c, ok in zip(batch, verdicts) if ok and sort_key(c) < sort_key(self.current)), key=sort_key)
-            if winners:
-                self._adopt(winners[0])
-                return winners[0]
+            for winner in winners:
+                if self._guarded(winner):
+                    self._adopt(winner)
+                    return winner
+
+    def _guarded(self, candidate: str) -> bool:
+        """The oracle's guard for adoption, where it has one (a check that costs an extra run)."""
+        guard = getattr(self.oracle, "guard", None)
+        if guard is None:
+            return True
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BudgetExhausted()
+        if guard(candidate):
+            return True
+        self.known[digest(candidate)] = False
+        self.refused_edits.add(edit_of(self.current, candidate))
+        return False
 
     def adopt_verified(self, candidate: str) -> bool:
         """Adopt a candidate that the same oracle already called interesting elsewhere (shrinkray's result)."""
         candidate = canonical(candidate)
-        if sort_key(candidate) >= sort_key(self.current):
+        if sort_key(candidate) >= sort_key(self.current) or not self._guarded(candidate):
             return False
         self.known[digest(candidate)] = True
         self._adopt(candidate)
@@ -162,12 +179,58 @@ class Problem:
     def test(self, candidate: str) -> bool:
         return self.first([candidate]) is not None
 
+    def prepare(self, raw: str) -> str:
+        """A candidate as it is hashed and tested: canonical, and pruned where the problem prunes."""
+        candidate = canonical(raw)
+        if self.normalize is not None:
+            try:
+                candidate = canonical(self.normalize(candidate))
+            except (SyntaxError, ValueError):
+                pass
+        return candidate
+
+    def probe(self, candidates: Sequence[str]) -> list[bool]:
+        """Whether each candidate is interesting, without adopting any: known answers are reused, the rest
+        tested in parallel batches. For passes that search (a bisection) before they choose."""
+        prepared = [self.prepare(c) for c in candidates]
+        todo: list[str] = []
+        for candidate in dict.fromkeys(prepared):
+            self.tried += 1
+            h = digest(candidate)
+            if h in self.known:
+                self.duplicates += 1
+            elif not self.plausible(candidate):
+                self.static_rejects += 1
+                self.known[h] = False
+            else:
+                todo.append(candidate)
+        for start in range(0, len(todo), self.oracle.parallelism):
+            batch = todo[start : start + self.oracle.parallelism]
+            if self.should_stop is not None and self.should_stop():
+                raise StopRequested()
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise BudgetExhausted()
+            for candidate, ok in zip(batch, self.oracle.test_many(batch)):
+                self.known[digest(candidate)] = ok
+            self.calls += len(batch)
+            self.last_tested_tokens = count_tokens(batch[-1])
+            self._report()
+        return [self.known.get(digest(c), False) for c in prepared]
+
+    def adopt(self, candidate: str) -> bool:
+        """Adopt a candidate `probe` called interesting, if it is smaller and passes the oracle's guard."""
+        candidate = self.prepare(candidate)
+        if not self.known.get(digest(candidate)) or sort_key(candidate) >= sort_key(self.current) or not self._guarded(candidate):
+            return False
+        self._adopt(candidate)
+        return True
+
     def _next_batch(self, it: Iterator[str]) -> list[str]:
         batch: list[str] = []
         seen: set[str] = set()
         key = sort_key(self.current)
         for raw in it:
-            candidate = canonical(raw)
+            candidate = self.prepare(raw)
             self.tried += 1
             h = digest(candidate)
             if h in self.known or h in seen or sort_key(candidate) >= key:
@@ -188,6 +251,7 @@ class Problem:
 
     def _adopt(self, candidate: str) -> None:
         self.current = candidate
+        self.history.append(candidate)
         self.accepted += 1
         if self.checkpoint is not None:
             save_checkpoint(self.checkpoint, candidate, [h for h, ok in self.known.items() if not ok])
@@ -224,7 +288,7 @@ def sweep(problem: Problem, candidates_at: Callable[[str, int], list[str] | None
             i = start
             while (found := candidates_at(source, i)) is not None:
                 for candidate in found:
-                    hits.setdefault(canonical(candidate), i)
+                    hits.setdefault(problem.prepare(candidate), i)
                     yield candidate
                 i += 1
 

@@ -1,11 +1,13 @@
-"""An upstream bug report in PyTorch's PT2 conventions: title, repro, observed vs expected, versions, localization.
+"""The upstream issue body: what a maintainer reads in one screen, in PyTorch's PT2 conventions.
 
-The localization is the engine's (engine.run_localization), run on the minimized program: its ablation
-ladder re-checks the program under each backend and under the two Inductor switches that explain most
-numerical reports (the first backend at which the signature appears points at the guilty stage, which
-is what the category guess is built on), and its first diverging intermediate names the graph node and
-the generated kernel. The bisector is left out: it is many more compiles, and the ladder already names
-the layer.
+The body is the minimized program, the few lines that show the difference (eager vs compiled at the
+worst element, and the check that fails), where it starts, the ablation in one line, the signature that
+was kept while minimizing and the versions: 10-30 lines. The self-checking repro.py goes beside it as a
+file. Every figure comes from the re-check of the minimized program itself, never from the original run,
+and nothing our own tooling failed at (a localization step that could not run) reaches the body.
+
+The ablation is the engine's ladder (eager, aot_eager, aot_eager_decomp_partition, inductor), each rung
+judged against the signature; the first diverging intermediate comes from the final re-check.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import CheckOptions, CheckResult, Localization, Runner, Symptom, Verdict, run_localization
-from minimizer.oracle import Outcome, Signature, classify
+from engine import CheckOptions, CheckResult, LeafResult, Localization, Runner, Verdict, run_localization
+from minimizer.mechanism import read_graphs
+from minimizer.oracle import Checked, Outcome, Signature, classify
 
-STEPS = ("ablation", "intermediates")  # one check more than the ladder alone; the node card is worth it
+LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,10 @@ class AblationRow:
     explanation: str
 
 
-def locate(runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path) -> tuple[tuple[AblationRow, ...], Localization]:
-    """The engine's ladder and first diverging intermediate; each rung also judged against the signature."""
-    loc = run_localization(runner, program, options, "repro.py", work_dir, steps=STEPS)
+def locate(runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path,
+           steps: tuple[str, ...] = ("ablation",)) -> tuple[tuple[AblationRow, ...], Localization]:
+    """The engine's ladder (and whatever other steps are asked for); each rung also judged against the signature."""
+    loc = run_localization(runner, program, options, "repro.py", work_dir, steps=steps)
     rows: list[AblationRow] = []
     for r in loc.ablation.rows if loc.ablation is not None else ():
         try:  # "same divergence" needs the rung's leaves, which its run directory keeps
@@ -45,111 +49,89 @@ def ablate(runner: Runner, program: str, options: CheckOptions, signature: Signa
     return locate(runner, program, options, signature, work_dir)[0]
 
 
-def guess_category(signature: Signature, rows: tuple[AblationRow, ...]) -> str:
-    """The bug class the evidence points at: the stage where it first appears, then the symptom."""
-    hit = {r.setting: r.reproduces for r in rows}
-    symptoms = signature.symptoms
-    if hit.get("eager"):
-        return "Dynamo (graph capture / bytecode transformation)"
-    if hit.get("aot_eager"):
-        return "mutation/aliasing (AOTAutograd functionalization)" if Symptom.MUTATION in symptoms else "AOTAutograd (functionalization / tracing)"
-    if hit.get("aot_eager_decomp_partition"):
-        return "decomposition"
-    if hit.get("inductor") and hit.get("inductor + emulate_precision_casts") is False:
-        return "precision casts (Inductor skips a low-precision round trip)"
-    if hit.get("inductor") and hit.get("inductor + fallback_random") is False:
-        return "RNG (Inductor's random numbers differ from eager's)"
-    if Symptom.DTYPE in symptoms:
-        return "type promotion"
-    if Symptom.STRIDE in symptoms or Symptom.SHAPE in symptoms:
-        return "layout"
-    if Symptom.MUTATION in symptoms:
-        return "mutation/aliasing (Inductor)"
-    if symptoms & {Symptom.NAN, Symptom.INF, Symptom.SIGNED_ZERO}:
-        return "codegen (special values: NaN/inf/signed zero handling in the generated kernel)"
-    return "codegen (Inductor kernel numerics)"
+def ablation_line(rows: tuple[AblationRow, ...]) -> str:
+    """`eager, aot_eager match; aot_eager_decomp_partition and inductor diverge`: the ladder in one line."""
+    by = {r.setting: r for r in rows}
+    ran = [by[s] for s in LADDER if s in by]
+    if not ran:
+        return ""
+    clean = [r.setting for r in ran if not r.reproduces and r.verdict is not Verdict.ERROR]
+    hit = [r.setting for r in ran if r.reproduces]
+    failed = [r.setting for r in ran if r.verdict is Verdict.ERROR]
+    parts = []
+    if clean:
+        parts.append(f"{', '.join(clean)} give{'s' if len(clean) == 1 else ''} eager's result")
+    if hit:
+        parts.append(f"{' and '.join(hit)} diverge{'s' if len(hit) == 1 else ''}")
+    if failed:
+        parts.append(f"{', '.join(failed)} raised")
+    return "; ".join(parts)
 
 
-def _ops(program: str) -> list[str]:
-    import ast
-
-    names: list[str] = []
-    for node in ast.walk(ast.parse(program)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr not in ("tensor", "randn", "rand", "ones", "zeros", "arange", "manual_seed"):
-            names.append(node.func.attr)
-        elif isinstance(node, ast.BinOp):
-            names.append(type(node.op).__name__.lower())
-    return list(dict.fromkeys(names))
-
-
-def title(program: str, signature: Signature, baseline: CheckResult) -> str:
-    device = baseline.environment.get("device", baseline.options.device or "cpu")
-    ops = ", ".join(f"`{o}`" for o in _ops(program)[:3]) or "this program"
+def title(program_ops: tuple[str, ...], signature: Signature, result: CheckResult) -> str:
+    """Torch ops only, read from the minimized program's own Dynamo graph (never a constructor or a dunder)."""
+    device = result.environment.get("device", result.options.device or "cpu")
+    ops = ", ".join(f"`{o}`" for o in program_ops[:3]) or "this program"
     what = ", ".join(sorted(s.value for s in signature.symptoms))
     return f"[inductor][{device}] {ops} gives a different result under torch.compile than eager ({what})"
 
 
-def where_it_starts(loc: Localization | None) -> str:
-    """The localization's layer and first diverging node, as markdown; "" when there is none."""
-    if loc is None:
+def _leaf(signature: Signature, result: CheckResult) -> LeafResult | None:
+    named = [l for l in result.leaves if l.name == signature.leaf and l.verdict is Verdict.DIVERGENT]
+    same_kind = [l for l in result.leaves if l.kind is signature.kind and l.verdict is Verdict.DIVERGENT]
+    return next(iter(named or same_kind), None)
+
+
+def difference_lines(signature: Signature, result: CheckResult) -> list[str]:
+    """Eager vs compiled at the worst element of the leaf that diverges, and the check that fails, from `result`."""
+    leaf = _leaf(signature, result)
+    if leaf is None:
+        return [f"The check: {result.explanation}"]
+    out = []
+    if leaf.eager_value is not None and leaf.compiled_value is not None:
+        where = f" at index {list(leaf.worst_index)}" if leaf.worst_index else ""
+        out.append(f"Worst element of `{leaf.name}`{where}: eager `{leaf.eager_value}`, compiled `{leaf.compiled_value}`.")
+    out.append(f"The check that fails: {leaf.explanation}.")
+    return out
+
+
+def start_line(run: Checked | None) -> str:
+    """Where the divergence starts, when the final re-check localized it; "" otherwise (our tooling's limits stay out)."""
+    report = run.intermediates if run is not None else None
+    if report is None or report.status != "found" or report.first is None:
         return ""
-    out = ["### Where it starts", ""]
-    if loc.ablation is not None:
-        out.append(f"Ablation: {loc.ablation.conclusion}.")
-    i = loc.intermediates
-    if i is not None and i.first is not None:
-        # the engine's explanation already names the node, its op and the kernel
-        out += ["", f"In the ATen graph Inductor compiles, the {i.explanation} (`{i.first.op}`)."]
-        if not i.reproduced:
-            out.append("(With every intermediate exposed the output no longer diverges: fusion changed, so treat this node as a hint.)")
-        if i.kernel_source:
-            out += ["", f"<details><summary>kernel {i.kernel}</summary>", "", "```", i.kernel_source.strip(), "```", "", "</details>"]
-    elif i is not None:
-        out += ["", f"First diverging intermediate: {i.status} ({i.explanation})."]
-    return "\n".join(out) + "\n"
+    kernel = f", computed by kernel `{report.kernel}`" if report.kernel else ""
+    caution = " (with every intermediate exposed the output no longer diverges: a hint)" if not report.reproduced else ""
+    return f"First diverging intermediate of the ATen graph Inductor compiles: `{report.first.node} = {report.first.op}`{kernel}{caution}."
 
 
-def render(program: str, repro: str, repro_output: str, signature: Signature, baseline: CheckResult, rows: tuple[AblationRow, ...],
-           localization: Localization | None = None) -> str:
-    env = baseline.environment
-    leaf = next((l for l in baseline.leaves if l.name == signature.leaf), None)
-    observed = leaf.explanation if leaf is not None else baseline.explanation
-    table = "\n".join(f"| {r.setting} | {r.verdict.value} | {'yes' if r.reproduces else 'no'} |" for r in rows) or "| (not run) | | |"
-    return f"""# {title(program, signature, baseline)}
-
-### 🐛 Describe the bug
-
-`torch.compile` returns a different answer from eager for the program below and raises nothing.
-Signature: {signature.describe()}.
-
-```python
-{repro.rstrip()}
-```
-
-**Observed** (output of the repro above):
-
-```
-{repro_output.strip()}
-```
-
-{observed}
-
-**Expected:** compiled output equal to eager's (or at least no further from a float64 reference than eager is).
-
-### Ablation
-
-| setting | verdict | same divergence |
-|---|---|---|
-{table}
-
-Category guess: **{guess_category(signature, rows)}**.
-
-{where_it_starts(localization)}
-### Versions
-
-- torch: {env.get('torch', '?')}
-- triton: {env.get('triton', 'n/a')}
-- Python: {env.get('python', '?')}
-- device: {env.get('device', '?')}{(' (' + env['device_name'] + ')') if env.get('device_name') else ''}
-- platform: {env.get('platform', '?')}
-"""
+def render(program: str, signature: Signature, final: Checked | None, rows: tuple[AblationRow, ...], verified: bool) -> str:
+    """The issue body, 10-30 lines around the program."""
+    result = final.result if final is not None else None
+    lines: list[str] = []
+    if result is not None:
+        lines += [f"# {title(read_graphs(result.code.fx_graphs).ops, signature, result)}", ""]
+    lines += [
+        "`torch.compile` returns a different answer from eager for this program and raises nothing:",
+        "",
+        "```python",
+        program.rstrip(),
+        "```",
+        "",
+    ]
+    if result is not None:
+        lines += difference_lines(signature, result)
+    if (start := start_line(final)):
+        lines.append(start)
+    if (ladder := ablation_line(rows)):
+        lines.append(f"Backends: {ladder}.")
+    config = (result.options.inductor_config if result is not None else {}) or {}
+    switches = ", ".join(f"`{k}={v}`" for k, v in sorted(config.items()))
+    lines.append(f"Checked{f' with {switches}' if switches else ''}; kept while minimizing: {signature.describe()}.")
+    if verified:
+        lines.append("`repro.py` (attached) checks it on its own: eager vs compiled vs a float64 reference; it exits 1 while the bug is present.")
+    if result is not None:
+        env = result.environment
+        lines += ["", f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
+                      f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}"]
+    return "\n".join(lines) + "\n"

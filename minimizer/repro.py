@@ -53,6 +53,8 @@ def _tensors(obj, name):
 def _seed(seed):
     torch.manual_seed(seed)
     random.seed(seed)
+    if "numpy" in sys.modules:  # the engine seeds numpy's global generator too
+        sys.modules["numpy"].random.seed(seed % 2**32)
 
 
 def _differentiable(t):
@@ -303,7 +305,10 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
     if style is SnippetStyle.KERNELBENCH:
         # built right after the module code, before any re-seeding: the engine draws the weights from the same RNG state
         adapter = '\nfn = Model(*(get_init_inputs() if "get_init_inputs" in globals() else ()))\ninputs = get_inputs\n'
-    seeded = "# module-level inputs and weights draw from the RNG state the check started from\ntorch.manual_seed(SEED)\nrandom.seed(SEED)\n\n"
+    seeded = "# module-level inputs and weights draw from the RNG state the check started from\ntorch.manual_seed(SEED)\nrandom.seed(SEED)\n"
+    if "numpy" in program:
+        seeded += "import numpy\nnumpy.random.seed(SEED)\n"
+    seeded += "\n"
     return head + seeded + body.rstrip() + "\n" + adapter + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----\n" + HELPERS + PROGRAM_DRIVER
 
 

@@ -117,18 +117,20 @@ def keeps_style(original: str) -> Callable[[str], bool]:
     Deleting `def fn`, `inputs` or the torch.compile call of a verbatim repro leaves a program the engine
     refuses outright; rejecting it here spares the worker a round trip.
     """
-    from engine.snippet import SnippetError, detect_style
+    from engine.snippet import SnippetError, SnippetStyle, detect_style
 
     try:
         style = detect_style(original)
     except SnippetError:
         return statically_plausible
+    # the graph path turns a KernelBench program into fn + inputs
+    allowed = {style, SnippetStyle.FN_INPUTS} if style is SnippetStyle.KERNELBENCH else {style}
 
     def plausible(source: str) -> bool:
         if not statically_plausible(source):
             return False
         try:
-            return detect_style(source) is style
+            return detect_style(source) in allowed
         except SnippetError:
             return False
 
@@ -181,13 +183,25 @@ def drop_docstrings(tree: ast.Module) -> None:
                 block[:] = [s for s in block if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
 
 
+def mutates(node: ast.AST) -> bool:
+    """True when the expression calls an in-place method (`x.add_(1)`, `dst.copy_(src)`): its value is not all it does."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_") and not n.func.attr.startswith("__")
+        for n in ast.walk(node)
+    )
+
+
 def drop_dead_locals(tree: ast.Module) -> None:
-    """Remove assignments to plain local names that nothing in their function reads (to a fixpoint)."""
+    """Remove assignments to plain local names that nothing in their function reads (to a fixpoint).
+
+    An assignment whose value mutates something (`sub_ = x.sub_(1)`, as Dynamo's graph writes an in-place
+    op) stays: the mutation is what it is for.
+    """
     for function in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
         while True:
             used = used_names(function)
             dead = [s for s in nodes_of(function, ast.Assign)
-                    if all(isinstance(t, ast.Name) and t.id not in used for t in s.targets)]
+                    if all(isinstance(t, ast.Name) and t.id not in used for t in s.targets) and not mutates(s.value)]
             if not dead:
                 break
             for node in ast.walk(function):
@@ -197,9 +211,71 @@ def drop_dead_locals(tree: ast.Module) -> None:
                         block[:] = [s for s in block if s not in dead]
 
 
+def entry_function(tree: ast.Module) -> ast.FunctionDef | None:
+    """The function the engine calls: `def fn`, or the forward of the class instantiated as `fn` or named Model."""
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "fn":
+            return stmt
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "fn" for t in stmt.targets):
+            call = stmt.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in classes:
+                return _forward(classes[call.func.id])
+    return _forward(classes["Model"]) if "Model" in classes else None
+
+
+def _forward(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+
+
+def input_tuples(tree: ast.Module) -> list[ast.Tuple | ast.List]:
+    """The literal argument tuples: `inputs = (...)`, and what `def inputs`/`def get_inputs` return."""
+    found: list[ast.Tuple | ast.List] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "inputs" for t in stmt.targets):
+            if isinstance(stmt.value, (ast.Tuple, ast.List)):
+                found.append(stmt.value)
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in ("inputs", "get_inputs"):
+            found.extend(r.value for r in nodes_of(stmt, ast.Return) if isinstance(r.value, (ast.Tuple, ast.List)))
+    return found
+
+
+def drop_dead_parameters(tree: ast.Module) -> None:
+    """Remove the parameters of `def fn` that its body never reads, with the matching element of every input tuple.
+
+    Only where each input tuple is a literal of exactly one element per parameter (anything else could
+    be wired differently); the inputs' own code is left to `drop_dead_locals`.
+    """
+    entry = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "fn"), None)
+    if entry is None or entry.args.vararg or entry.args.kwarg or entry.args.defaults or entry.args.posonlyargs:
+        return
+    params = entry.args.args
+    tuples = input_tuples(tree)
+    if not tuples or any(len(t.elts) != len(params) or any(isinstance(e, ast.Starred) for e in t.elts) for t in tuples):
+        return
+    used = used_names(ast.Module(body=entry.body, type_ignores=[]))
+    dead = [i for i, a in enumerate(params) if a.arg not in used]
+    for i in reversed(dead):
+        del params[i]
+        for t in tuples:
+            del t.elts[i]
+
+
+def prune(tree: ast.Module) -> ast.Module:
+    """Dead code out after a step, in place: dead locals and parameters (with their inputs), dead definitions, unused imports.
+
+    Applied to every candidate (see `Problem.normalize`), so that deleting a use removes what only it
+    needed in the same candidate, instead of one oracle call per leftover.
+    """
+    drop_dead_locals(tree)
+    drop_dead_parameters(tree)
+    drop_dead_locals(tree)  # the inputs' code for a dropped parameter
+    drop_dead_definitions(tree)
+    drop_unused_imports(tree)
+    return tree
+
+
 def tidy_tree(tree: ast.Module) -> None:
     """The clean-ups that practically never change what the program computes, in place (the oracle still checks)."""
     drop_docstrings(tree)
-    drop_dead_locals(tree)
-    drop_dead_definitions(tree)
-    drop_unused_imports(tree)
+    prune(tree)

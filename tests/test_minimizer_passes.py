@@ -8,6 +8,11 @@ from minimizer.passes import (
     drop_keyword_arguments,
     drop_parameters,
     drop_signs,
+    drop_unread_attributes,
+    drop_unread_config,
+    fold_config,
+    fold_self_constants,
+    inline_defaults,
     inline_modules,
     inline_temporaries,
     lift_branches,
@@ -164,3 +169,36 @@ def test_tidy_drops_dead_locals() -> None:
 def test_inline_temporaries_turns_graph_statements_into_one_expression() -> None:
     source = "import torch\n\ndef fn(x):\n    elu = torch.nn.functional.elu(x)\n    zeros = torch.zeros_like(x)\n    div = torch.div(elu, zeros)\n    return div\n"
     assert reduce_with([inline_temporaries], source, lambda s: True) == "import torch\n\ndef fn(x):\n    return torch.div(torch.nn.functional.elu(x), torch.zeros_like(x))\n"
+
+
+def test_shrink_integers_shrinks_every_equal_literal_together() -> None:
+    source = "import torch\nx = torch.randn(2, 32)\ny = x.view(2, 32)\n"
+    consistent = lambda s: s.split("randn(")[1].split(")")[0] == s.split("view(")[1].split(")")[0]
+    assert reduce_with([shrink_integers], source, consistent) == "import torch\nx = torch.randn(1, 1)\ny = x.view(1, 1)\n"
+
+
+def test_drop_unread_attributes_removes_state_nothing_reads() -> None:
+    source = "class M:\n    def __init__(self):\n        self.name = 'm'\n        self.w = 2\n    def f(self):\n        return self.w\n"
+    assert "self.name" not in reduce_with([drop_unread_attributes], source, lambda s: "self.w" in s)
+
+
+def test_drop_unread_config_drops_fields_and_keys_nothing_reads() -> None:
+    source = "from dataclasses import dataclass\n@dataclass\nclass C:\n    width: int = 4\n    tags: str = 'x'\nCFG = {'eps': 1e-05, 'name': 'v3'}\nprint(C(tags='y').width, CFG['eps'])\n"
+    assert reduce_with([drop_unread_config], source, lambda s: "print" in s) == (
+        "from dataclasses import dataclass\n\n@dataclass\nclass C:\n    width: int = 4\nCFG = {'eps': 1e-05}\nprint(C().width, CFG['eps'])\n"
+    )
+
+
+def test_fold_config_replaces_lookups_by_their_values() -> None:
+    source = "from dataclasses import dataclass\n@dataclass\nclass Cfg:\n    width: int = 16\nCONFIG = dict(eps=1e-06)\ndef f(cfg):\n    return cfg.width + CONFIG['eps']\n"
+    assert "return 16 + 1e-06" in reduce_with([fold_config], source, lambda s: "def f" in s)
+
+
+def test_fold_self_constants_makes_a_module_stateless() -> None:
+    source = "class B:\n    def __init__(self):\n        self.width = 0.1\n    def forward(self, x):\n        return x // self.width\n"
+    assert "return x // 0.1" in reduce_with([fold_self_constants], source, lambda s: "forward" in s)
+
+
+def test_inline_defaults_uses_the_default_nobody_overrides() -> None:
+    source = "def f(x, hidden=False):\n    if hidden:\n        return 0\n    return x\nprint(f(1))\n"
+    assert "if False:" in reduce_with([inline_defaults], source, lambda s: "print(f(1))" in s)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine import CheckOptions, CheckResult, ErrorInfo, ErrorKind, LeafKind, LeafResult, Symptom, Verdict
-from minimizer.graph import graph_rewrite, rewrite_with_graph
+from minimizer.graph import rewrite_with_graph
+from minimizer.passes.nodes import graph_rewrite
 from minimizer.oracle import Outcome, Signature, classify, signature_of
 from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
 from minimizer.passes import delete_statements

@@ -13,8 +13,9 @@ from engine.options import BACKENDS, CAST_DTYPES, CheckOptions, OptionsError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="a divergent snippet (any style the checker accepts)")
-    parser.add_argument("-o", "--output", type=Path, default=Path("repro.py"), help="where to write the standalone repro (default %(default)s)")
-    parser.add_argument("--report", type=Path, help="also write a PyTorch PT2 bug report (markdown) with an ablation over backends")
+    parser.add_argument("-o", "--output", type=Path, default=Path("repro.py"),
+                        help="where to write the standalone repro (default %(default)s); the minimized program alone goes beside it as <name>.snippet.py")
+    parser.add_argument("--report", type=Path, help="also write a PyTorch PT2 issue body (markdown, one screen) with an ablation over backends")
     parser.add_argument("--budget", type=float, help="stop reducing after this many seconds and keep the best so far")
     parser.add_argument("--checkpoint-dir", type=Path, default=Path(".divergence-minimize"), help="where the best candidate is checkpointed; a re-run resumes from it (default %(default)s)")
     parser.add_argument("--no-shrinkray", dest="shrinkray", action="store_false", help="skip the shrinkray polish")
@@ -76,10 +77,18 @@ def run(args: argparse.Namespace) -> int:
     if result.repro is not None:
         args.output.write_text(result.repro)
         print(f"repro written to {args.output} ({'verified: it exits 1 in a fresh process' if result.repro_verified else 'NOT verified'})")
+    snippet = snippet_path(args.output)
+    snippet.write_text(result.minimized)
+    print(f"minimized program written to {snippet} ({result.final.lines} lines; `divergence check {snippet}` checks it)")
     if args.report is not None and result.report is not None:
         args.report.write_text(result.report)
         print(f"bug report written to {args.report}")
     return 0 if result.repro_verified and result.confirmed else 1
+
+
+def snippet_path(repro: Path) -> Path:
+    """`repro.py` -> `repro.snippet.py`: the minimized program alone, beside its self-checking repro."""
+    return repro.with_name(f"{repro.stem}.snippet{repro.suffix or '.py'}")
 
 
 def install_shrinkray_command(args: argparse.Namespace) -> int:

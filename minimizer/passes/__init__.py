@@ -2,12 +2,15 @@
 
 A pass is `(Problem) -> None`; it proposes candidates through the Problem, which adopts only strictly
 smaller, still-interesting ones. `SOURCE_PASSES` is the default order: a one-candidate tidy, structure
-(cheap, large wins), sequences, expressions, then the other literals. The graph path (`minimizer.graph.graph_rewrite`) is prepended
-by the pipeline when the oracle can supply the candidate's Dynamo graph.
+(cheap, large wins), the dead weight of model code (config lookups, unread attributes and fields,
+defaults nobody passes), sequences, expressions, then the other literals. The graph path
+(`minimizer.passes.nodes`: the rewrite, then cutting the output and the inputs) is prepended by the
+pipeline when the oracle can supply the candidate's Dynamo graph.
 """
 
 from minimizer.passes.calls import drop_keyword_arguments, inline_modules, inline_temporaries, replace_with_operand
 from minimizer.passes.constants import drop_signs, shorten_floats, shrink_integers, shrink_sequences, simplify_dtypes
+from minimizer.passes.dead_code import drop_unread_attributes, drop_unread_config, fold_config, fold_self_constants, inline_defaults
 from minimizer.passes.statements import delete_statements, drop_parameters, lift_branches, remove_unused_imports, tidy
 from minimizer.reducer import ReductionPass
 
@@ -16,6 +19,11 @@ from minimizer.reducer import ReductionPass
 SOURCE_PASSES: list[ReductionPass] = [
     tidy,
     delete_statements,
+    fold_config,
+    fold_self_constants,
+    drop_unread_attributes,
+    drop_unread_config,
+    inline_defaults,
     inline_modules,
     lift_branches,
     drop_parameters,
@@ -40,6 +48,11 @@ __all__ = [
     "SOURCE_PASSES",
     "delete_statements",
     "drop_signs",
+    "drop_unread_attributes",
+    "drop_unread_config",
+    "fold_config",
+    "fold_self_constants",
+    "inline_defaults",
     "drop_keyword_arguments",
     "drop_parameters",
     "inline_modules",

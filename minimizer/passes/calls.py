@@ -85,7 +85,7 @@ def drop_keyword_arguments(problem: Problem) -> None:
 
 
 def _inlinable(cls: ast.ClassDef) -> ast.FunctionDef | None:
-    """The forward of a module class whose instances carry no state: only forward and a trivial __init__."""
+    """The forward of a module class whose instances carry no state: only forward and an `__init__` that sets nothing."""
     forward = None
     for stmt in cls.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "forward":
@@ -129,7 +129,8 @@ def inline_modules(problem: Problem) -> None:
         function.args.args = function.args.args[1:]
         replace_node(tree, cls, function)
         for call in nodes_of(tree, ast.Call):
-            if isinstance(call.func, ast.Name) and call.func.id == cls.name and not call.args and not call.keywords:
+            # `Cls(cfg)` too: a stateless module's constructor arguments configured nothing it keeps
+            if isinstance(call.func, ast.Name) and call.func.id == cls.name:
                 replace_node(tree, call, ast.Name(cls.name, ast.Load()))
         return [unparse(tree)]
 

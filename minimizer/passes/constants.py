@@ -31,9 +31,11 @@ def _set_constant(source: str, select: "type[int] | type[float]", i: int, value:
 
 
 def shrink_integers(problem: Problem) -> None:
-    """Shrink an integer literal (a shape, a size, a repeat count) to 1, to half, or by one.
+    """Shrink an integer literal (a shape, a size, a repeat count) to 1, to half, or by one; every equal literal first.
 
-    Smaller tensors compile and run faster and make the repro's numbers readable.
+    A width appears in several places at once (`torch.randn(2, 32)`, `layer_norm(x, (32,))`,
+    `x.view(1, 4, 32)`): changed together they stay consistent, changed alone they raise. Smaller
+    tensors compile and run faster and make the repro's numbers readable.
     """
 
     def at(source: str, i: int) -> list[str] | None:
@@ -43,7 +45,15 @@ def shrink_integers(problem: Problem) -> None:
         v = ints[i].value
         sign = -1 if v < 0 else 1
         targets = dict.fromkeys(sign * t for t in (1, abs(v) // 2, abs(v) - 1) if 0 < t < abs(v))
-        return [_set_constant(source, int, i, t) for t in targets]
+        together = []
+        if sum(n.value == v for n in ints) > 1 and all(n.value != v for n in ints[:i]):  # the first literal of its value
+            for t in targets:
+                tree = fresh(source)
+                for node in _ints(tree):
+                    if node.value == v:
+                        node.value = t
+                together.append(unparse(tree))
+        return together + [_set_constant(source, int, i, t) for t in targets]
 
     sweep(problem, at)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from minimizer.reducer import Problem, sweep
-from minimizer.syntax import blocks, fresh, nodes_of, tidy_tree, unparse, used_names
+from minimizer.syntax import blocks, entry_function, fresh, input_tuples, nodes_of, tidy_tree, unparse, used_names
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
 
@@ -109,35 +109,6 @@ def remove_unused_imports(problem: Problem) -> None:
     sweep(problem, at)
 
 
-def _entry_function(tree: ast.Module) -> ast.FunctionDef | None:
-    """The function the engine calls: `def fn`, or the forward of the class instantiated as `fn` or named Model."""
-    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef) and stmt.name == "fn":
-            return stmt
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "fn" for t in stmt.targets):
-            call = stmt.value
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in classes:
-                return _forward(classes[call.func.id])
-    return _forward(classes["Model"]) if "Model" in classes else None
-
-
-def _forward(cls: ast.ClassDef) -> ast.FunctionDef | None:
-    return next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
-
-
-def _input_tuples(tree: ast.Module) -> list[ast.Tuple | ast.List]:
-    """The literal argument tuples: `inputs = (...)`, and what `def inputs`/`def get_inputs` return."""
-    found: list[ast.Tuple | ast.List] = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "inputs" for t in stmt.targets):
-            if isinstance(stmt.value, (ast.Tuple, ast.List)):
-                found.append(stmt.value)
-        if isinstance(stmt, ast.FunctionDef) and stmt.name in ("inputs", "get_inputs"):
-            found.extend(r.value for r in nodes_of(stmt, ast.Return) if isinstance(r.value, (ast.Tuple, ast.List)))
-    return found
-
-
 def drop_parameters(problem: Problem) -> None:
     """Remove one parameter of the entry function together with the matching element of its inputs.
 
@@ -146,13 +117,13 @@ def drop_parameters(problem: Problem) -> None:
 
     def at(source: str, i: int) -> list[str] | None:
         tree = fresh(source)
-        entry = _entry_function(tree)
+        entry = entry_function(tree)
         if entry is None:
             return None
         params = [a for a in entry.args.args if a.arg != "self"]
         if i >= len(params):
             return None
-        tuples = _input_tuples(tree)
+        tuples = input_tuples(tree)
         if not tuples or any(len(t.elts) != len(params) for t in tuples):
             return []
         entry.args.args.remove(params[i])
