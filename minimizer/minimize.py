@@ -22,7 +22,7 @@ from engine import CheckOptions, Runner
 from minimizer.oracle import Checked, DivergenceOracle, Signature
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
-from minimizer.reducer import Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
+from minimizer.reducer import BudgetExhausted, Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
 from minimizer.repro import ReproError, Verification, emit, verify
 from minimizer.size import Size, measure, sort_key
 from minimizer.syntax import canonical, fresh, keeps_style, prune, statically_plausible, tidy_tree, unparse
@@ -192,7 +192,10 @@ def _tidy_first(problem: Problem) -> bool:
     tree = fresh(problem.current)
     tidy_tree(tree)
     tidied = unparse(tree)
-    return tidied == problem.current or problem.test(tidied)
+    try:
+        return tidied == problem.current or problem.test(tidied)
+    except BudgetExhausted:  # out of time (or asked to stop) before the first candidate: nothing was refused
+        return True
 
 
 def _last_line(output: str) -> str:

@@ -1,4 +1,4 @@
-"""End to end on a real CPU divergence: minimize a noisy floor-division bug, then run its repro in a fresh process."""
+"""End to end on real CPU divergences: a 120-line model shrinks to its core through the graph path, verified in a fresh process."""
 
 from __future__ import annotations
 
@@ -12,20 +12,23 @@ from engine import CheckOptions, Runner, Symptom
 from minimizer.minimize import minimize
 
 SNIPPET = Path(__file__).resolve().parent / "snippets" / "minimize_floor_divide_noisy.py"
+MODEL = Path(__file__).resolve().parent.parent / "benchmarks" / "minimize_corpus" / "time_bucket_encoder.py"
 
 
 @pytest.mark.slow
-def test_minimize_a_real_divergence_to_a_verified_repro(runner: Runner, tmp_path: Path) -> None:
-    # the fixpoint comes after 60-125 s here; the budget is only a backstop, generous so that a loaded
-    # machine does not cut the reduction short and fail the size assertions
+def test_the_graph_path_shrinks_a_model_to_its_core(runner: Runner, tmp_path: Path) -> None:
+    # an event encoder (config dataclass, embeddings, residual blocks, LayerNorm, GELU, dropout in eval mode,
+    # unused helpers) whose timestamps are bucketed with a float floor division; the budget is only a backstop
     result = minimize(
-        SNIPPET.read_text(), CheckOptions(device="cpu", timeout_s=120), runner, tmp_path / "work",
-        budget_s=300, checkpoint_root=tmp_path / "checkpoints", use_shrinkray=False, ablation=False,
+        MODEL.read_text(), CheckOptions(device="cpu", timeout_s=120), runner, tmp_path / "work",
+        budget_s=400, checkpoint_root=tmp_path / "checkpoints", use_shrinkray=False, ablation=False,
     )
-    assert result.signature.symptoms == {Symptom.VALUE}
-    assert result.final.tokens < result.initial.tokens / 2, result.minimized
-    assert "class Net" not in result.minimized and "randn" not in result.minimized
-    assert result.confirmed and result.repro_verified and result.repro is not None
+    assert result.initial.lines > 80 and result.final.lines <= 8, result.minimized
+    assert "//" in result.minimized and "class" not in result.minimized
+    assert result.signature.symptoms == {Symptom.VALUE} and result.signature.first_op == "aten.div.Tensor_mode"
+    assert result.final_check is not None and result.final_check.intermediates is not None
+    assert result.final_check.intermediates.first is not None and result.final_check.intermediates.first.op == "aten.div.Tensor_mode"
+    assert result.confirmed and result.repro_verified and result.repro is not None and not result.fell_back
     repro = tmp_path / "repro.py"
     repro.write_text(result.repro)
     fresh = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=300)
@@ -38,5 +41,5 @@ def test_should_stop_returns_the_best_so_far_without_verifying(runner: Runner, t
     source = SNIPPET.read_text()
     result = minimize(source, CheckOptions(device="cpu", timeout_s=120), runner, tmp_path / "work", use_shrinkray=False, should_stop=lambda: True)
     assert result.stopped and not result.repro_verified and not result.confirmed and result.report is None
-    assert result.oracle_calls == 2  # establishing the signature only: no candidate, no re-check
+    assert result.oracle_calls == 3  # establishing the signature only (twice, then with the switches): no candidate, no re-check
     assert result.repro is not None and "def main" in result.repro

@@ -13,6 +13,7 @@ from minimizer.passes import (
     fold_config,
     fold_self_constants,
     inline_defaults,
+    inline_functions,
     inline_modules,
     inline_temporaries,
     lift_branches,
@@ -202,3 +203,8 @@ def test_fold_self_constants_makes_a_module_stateless() -> None:
 def test_inline_defaults_uses_the_default_nobody_overrides() -> None:
     source = "def f(x, hidden=False):\n    if hidden:\n        return 0\n    return x\nprint(f(1))\n"
     assert "if False:" in reduce_with([inline_defaults], source, lambda s: "print(f(1))" in s)
+
+
+def test_inline_functions_puts_a_one_line_helper_where_it_is_called() -> None:
+    source = "import torch\ndef batch(n, offset=1.0):\n    return torch.randn(n, 1) + offset\ninputs = (batch(3),)\n"
+    assert reduce_with([inline_functions], source, lambda s: "randn(3, 1)" in s) == "import torch\ninputs = (torch.randn(3, 1) + 1.0,)\n"

@@ -11,7 +11,7 @@ import copy
 from typing import cast
 
 from minimizer.reducer import Problem, sweep
-from minimizer.syntax import fresh, nodes_of, replace_node, unparse
+from minimizer.syntax import ENTRY_POINTS, fresh, nodes_of, replace_node, unparse
 
 _OPERATIONS = (ast.Call, ast.BinOp, ast.UnaryOp)
 
@@ -177,5 +177,70 @@ def inline_temporaries(problem: Problem) -> None:
         tree = fresh(source)
         _inline(tree, *_temporaries(tree)[i])
         return out + [unparse(tree)]
+
+    sweep(problem, at)
+
+
+def _one_liner(function: ast.FunctionDef) -> ast.expr | None:
+    """The returned expression of `def f(a, b=1): return <expr>` (plain parameters only), else None."""
+    args = function.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or function.decorator_list:
+        return None
+    body = [s for s in function.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    return body[0].value
+
+
+def _substituted(function: ast.FunctionDef, call: ast.Call) -> ast.expr | None:
+    """The function's expression with the call's arguments in place of its parameters; None if they do not bind simply."""
+    expr = _one_liner(function)
+    params = [a.arg for a in function.args.args]
+    if expr is None or len(call.args) > len(params) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    bound: dict[str, ast.expr] = dict(zip(params, call.args))
+    for k in call.keywords:
+        if k.arg is None or k.arg not in params or k.arg in bound:
+            return None
+        bound[k.arg] = k.value
+    defaults = dict(zip(params[len(params) - len(function.args.defaults):], function.args.defaults))
+    for p in params:
+        if p not in bound:
+            if p not in defaults:
+                return None
+            bound[p] = defaults[p]
+    uses = {p: sum(isinstance(n, ast.Name) and n.id == p for n in ast.walk(expr)) for p in params}
+    if any(uses[p] > 1 and not isinstance(bound[p], (ast.Name, ast.Constant)) for p in params):
+        return None  # an argument computed once must not be computed twice
+    copied = copy.deepcopy(expr)
+    for node in [n for n in ast.walk(copied) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)]:
+        replace_node(copied, node, copy.deepcopy(bound[node.id]))
+    return copied
+
+
+def inline_functions(problem: Problem) -> None:
+    """Put a one-line helper's expression where it is called: `synthetic_batch(3)` becomes `torch.randn(3, 1) + 1e5`.
+
+    Only `def f(...): return <expr>` helpers at module level, every call at once, and the definition goes
+    with its last call (inlined, the helper is usually longer than its call).
+    """
+
+    def helpers(tree: ast.Module) -> list[ast.FunctionDef]:
+        return [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name not in ENTRY_POINTS and _one_liner(s) is not None]
+
+    def at(source: str, i: int) -> list[str] | None:
+        found = helpers(fresh(source))
+        if i >= len(found):
+            return None
+        tree = fresh(source)
+        function = helpers(tree)[i]
+        for call in [c for c in nodes_of(tree, ast.Call) if isinstance(c.func, ast.Name) and c.func.id == function.name]:
+            expr = _substituted(function, call)
+            if expr is None:
+                return []
+            replace_node(tree, call, expr)
+        if not any(isinstance(n, ast.Name) and n.id == function.name for n in ast.walk(tree)):
+            tree.body.remove(function)
+        return [unparse(tree)]
 
     sweep(problem, at)

@@ -95,7 +95,7 @@ def graph_rewrite(fx_graphs: Callable[[str], Sequence[str]]) -> ReductionPass:
         # a rewrite that tidying alone beats is no rewrite worth having (`fn = torch.erf` as a longer def)
         if not variants or sort_key(problem.prepare(variants[0])) >= sort_key(problem.prepare(unparse(tidied))) and _straight(problem.current):
             return
-        rewrite = next((v for v, ok in zip(variants, problem.probe(variants)) if ok), None)
+        rewrite = next((v for v in variants if problem.probe([v])[0]), None)  # the second only if the first fails
         if rewrite is None:
             return
         if not problem.adopt(rewrite):
