@@ -110,7 +110,8 @@ def run_ours(name: str, source: str, meta: dict[str, object], runner: Runner, wo
     result = minimize(source, CheckOptions(device="cpu", timeout_s=120), runner, work, budget_s=max(30.0, budget - OURS_MARGIN_S),
                       use_shrinkray=False, ablation=False, filename=f"{name}.py")
     same, why = same_bug(meta, result.final_check, result.confirmed)
-    note = f"{why}; {result.guard_calls} start guards ({result.guard_seconds:.0f} s)" + ("; fell back" if result.fell_back else "")
+    refused = ", ".join(f"{n} {o}" for o, n in result.refused)
+    note = f"{why}; {result.guard_calls} start guards ({result.guard_seconds:.0f} s); refused: {refused}" + ("; fell back" if result.fell_back else "")
     return Row(name, "ours", result.final.lines, result.final.tokens, result.elapsed_s, result.oracle_calls,
                result.repro_verified and result.confirmed, same, note)
 

@@ -49,6 +49,7 @@ class MinimizeResult:
     guard_calls: int = 0  # checks spent on where adopted candidates start (included in oracle_calls)
     guard_seconds: float = 0.0
     final_check: Checked | None = None  # the re-check of `minimized`: the figures the report quotes
+    refused: tuple[tuple[str, int], ...] = ()  # candidates the oracle refused, by outcome (other-state: a slip the eval-state guard caught)
 
 
 def minimize(
@@ -180,6 +181,7 @@ def minimize(
         guard_calls=oracle.guard_calls,
         guard_seconds=oracle.guard_seconds,
         final_check=final_run,
+        refused=tuple(sorted(oracle.refusals().items())),
     )
 
 

@@ -68,11 +68,12 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     assert RunStore().minimization(run_id).status == minimize_job.DONE  # type: ignore[union-attr]
     assert any("**Minimized** — verified" in s.value for s in at.success)
     labels = [b.proto.label for b in at.get("download_button")]
-    assert "Download repro.py" in labels and "Download issue.md" in labels
+    assert "Download repro.py" in labels and "Download issue.md" in labels and "Download repro.snippet.py" in labels
     assert any(c.language == "python" and "torch.compile" in c.value and "DIVERGENT" in c.value for c in at.code)  # repro.py
-    assert any(c.language == "markdown" and "Ablation" in c.value for c in at.code), "no issue body"  # issue.md
+    assert any(c.language == "markdown" and "Backends:" in c.value for c in at.code), "no issue body"  # issue.md
     assert (Path(record.run_dir) / "minimize" / "repro.py").exists() and (Path(record.run_dir) / "minimize" / "issue.md").exists()
-    assert "Where it starts" in (Path(record.run_dir) / "minimize" / "issue.md").read_text()  # the engine's localization
+    assert "First diverging intermediate" in (Path(record.run_dir) / "minimize" / "issue.md").read_text()  # the engine's localization
+    assert (Path(record.run_dir) / "minimize" / "repro.snippet.py").read_text() == outcome.minimized
 
     # reopened in a new session: the result is read back, nothing runs
     again = AppTest.from_file(APP, default_timeout=TIMEOUT)

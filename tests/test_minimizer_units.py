@@ -127,3 +127,30 @@ def test_the_graph_rewrite_writes_dynamo_slices_as_slice_syntax() -> None:
     )
     rewritten = rewrite_with_graph("import torch\nfn = torch.relu\ninputs = (torch.ones(2, 9),)\n", (graph,))
     assert rewritten is not None and "y = x[:, 1:7]" in rewritten
+
+
+def test_a_failed_repro_falls_back_to_the_last_candidate_whose_repro_reproduces() -> None:
+    from minimizer.minimize import _fall_back
+    from minimizer.repro import Verification
+
+    tried: list[str] = []
+
+    def check_repro(program: str) -> tuple[str, Verification]:
+        tried.append(program)
+        return f"repro of {program}", Verification(program in ("a", "b"), 1, "")
+
+    found = _fall_back(["a", "b", "c", "d", "e"], check_repro, lambda: False)
+    assert found is not None and found[0] == "b" and tried[0] == "a" and len(tried) <= 4
+
+
+def test_the_graph_tells_eval_mode_from_training_mode() -> None:
+    from minimizer.mechanism import read_graphs
+
+    graph = (
+        'class GraphModule(torch.nn.Module):\n    def forward(self, L_x_: "f32[4][1]cpu"):\n        l_x_ = L_x_\n'
+        '        floordiv: "f32[4][1]cpu" = l_x_ // 0.1\n        d: "f32[4][1]cpu" = torch.nn.functional.dropout(floordiv, 0.5, {training}, False)\n'
+        '        return (d,)'
+    )
+    evaluating, training = read_graphs([graph.format(training=False)]), read_graphs([graph.format(training=True)])
+    assert not evaluating.training_ops and not evaluating.random_ops and evaluating.ops == ("floor_divide", "dropout")
+    assert training.training_ops == {"dropout"} and training.random_ops == {"dropout"}
