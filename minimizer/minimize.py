@@ -138,7 +138,7 @@ def minimize(
     fell_back = False
     if check is not None and not check.reproduces and not stop():
         note(f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}): {_last_line(check.output)}")
-        found = _fall_back(problem.history, check_repro, stop)
+        found = fall_back(problem.history, check_repro, stop)
         if found is not None:
             final, repro, check = found
             fell_back = True
@@ -205,7 +205,7 @@ def _last_line(output: str) -> str:
     return lines[-1][:300] if lines else "(no output)"
 
 
-def _fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None, Verification | None]],
+def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None, Verification | None]],
                stop: Callable[[], bool]) -> tuple[str, str, Verification] | None:
     """The last adopted candidate whose repro reproduces, by bisection over the history (the last one failed)."""
     lo, hi = -1, len(history) - 1  # history[hi] fails; history[lo] (once tested) reproduces

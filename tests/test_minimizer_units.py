@@ -130,7 +130,7 @@ def test_the_graph_rewrite_writes_dynamo_slices_as_slice_syntax() -> None:
 
 
 def test_a_failed_repro_falls_back_to_the_last_candidate_whose_repro_reproduces() -> None:
-    from minimizer.minimize import _fall_back
+    from minimizer.minimize import fall_back
     from minimizer.repro import Verification
 
     tried: list[str] = []
@@ -139,7 +139,7 @@ def test_a_failed_repro_falls_back_to_the_last_candidate_whose_repro_reproduces(
         tried.append(program)
         return f"repro of {program}", Verification(program in ("a", "b"), 1, "")
 
-    found = _fall_back(["a", "b", "c", "d", "e"], check_repro, lambda: False)
+    found = fall_back(["a", "b", "c", "d", "e"], check_repro, lambda: False)
     assert found is not None and found[0] == "b" and tried[0] == "a" and len(tried) <= 4
 
 
