@@ -8,6 +8,7 @@ static non-starters never reach the oracle; the best candidate is checkpointed, 
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 import json
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 from minimizer.size import count_tokens, sort_key
-from minimizer.syntax import canonical, statically_plausible
+from minimizer.syntax import canonical, fresh, statically_plausible, unparse
 
 
 class Oracle(Protocol):
@@ -296,6 +297,32 @@ def sweep(problem: Problem, candidates_at: Callable[[str, int], list[str] | None
         if adopted is None:
             return
         start = hits.get(adopted, start)
+
+
+TreeEdit = Callable[[ast.Module], None]  # an edit of one site, applied in place
+
+
+def everything_then_each(problem: Problem, sites: Callable[[ast.Module], list[TreeEdit]]) -> None:
+    """Sweep edits of a kind: all of them at once first (one call when they all hold), then one at a time.
+
+    `sites(tree)` lists the edits of that tree, each a function that applies itself to it in place.
+    """
+
+    def at(source: str, i: int) -> list[str] | None:
+        edits = sites(fresh(source))
+        if i >= len(edits):
+            return None
+        out = []
+        if i == 0 and len(edits) > 1:
+            tree = fresh(source)
+            for edit in sites(tree):
+                edit(tree)
+            out.append(unparse(tree))
+        tree = fresh(source)
+        sites(tree)[i](tree)
+        return out + [unparse(tree)]
+
+    sweep(problem, at)
 
 
 class Reducer:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from minimizer.reducer import Problem, sweep
+from minimizer.reducer import Problem, TreeEdit, everything_then_each, sweep
 from minimizer.syntax import fresh, nodes_of, replace_node, unparse
 
 _DTYPES = {"float64", "double", "float16", "half", "bfloat16", "float32", "complex64", "complex128"}
@@ -183,19 +183,7 @@ def drop_signs(problem: Problem) -> None:
     def negated(tree: ast.AST) -> list[ast.UnaryOp]:
         return [n for n in nodes_of(tree, ast.UnaryOp) if isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)]
 
-    def at(source: str, i: int) -> list[str] | None:
-        found = negated(fresh(source))
-        if i >= len(found):
-            return None
-        out = []
-        if i == 0 and len(found) > 1:
-            tree = fresh(source)
-            for node in negated(tree):
-                replace_node(tree, node, node.operand)
-            out.append(unparse(tree))
-        tree = fresh(source)
-        node = negated(tree)[i]
-        replace_node(tree, node, node.operand)
-        return out + [unparse(tree)]
+    def unsign(node: ast.UnaryOp) -> TreeEdit:
+        return lambda tree: replace_node(tree, node, node.operand) and None
 
-    sweep(problem, at)
+    everything_then_each(problem, lambda tree: [unsign(n) for n in negated(tree)])

@@ -11,33 +11,10 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Callable, Iterator
+from typing import Iterator
 
-from minimizer.reducer import Problem, sweep
+from minimizer.reducer import Problem, TreeEdit, everything_then_each
 from minimizer.syntax import blocks, fresh, replace_node, unparse
-
-Edit = Callable[[ast.Module], None]
-
-
-def _everything_then_each(problem: Problem, sites: Callable[[ast.Module], list[Edit]]) -> None:
-    """All edits at once first, then one at a time (sites recomputed on the current program)."""
-
-    def at(source: str, i: int) -> list[str] | None:
-        edits = sites(fresh(source))
-        if i >= len(edits):
-            return None
-        out = []
-        if i == 0 and len(edits) > 1:
-            tree = fresh(source)
-            for edit in sites(tree):
-                edit(tree)
-            out.append(unparse(tree))
-        tree = fresh(source)
-        sites(tree)[i](tree)
-        return out + [unparse(tree)]
-
-    sweep(problem, at)
-
 
 def _attribute_loads(tree: ast.AST) -> set[str]:
     return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
@@ -56,7 +33,7 @@ def _self_assignments(tree: ast.Module) -> Iterator[tuple[list[ast.stmt], ast.As
                             yield block, stmt, t.attr
 
 
-def _remove(block: list[ast.stmt], stmt: ast.stmt) -> Edit:
+def _remove(block: list[ast.stmt], stmt: ast.stmt) -> TreeEdit:
     return lambda tree: block.remove(stmt) if stmt in block else None
 
 
@@ -67,11 +44,11 @@ def drop_unread_attributes(problem: Problem) -> None:
     logging or for code paths that did not run.
     """
 
-    def sites(tree: ast.Module) -> list[Edit]:
+    def sites(tree: ast.Module) -> list[TreeEdit]:
         read = _attribute_loads(tree)
         return [_remove(block, stmt) for block, stmt, attr in _self_assignments(tree) if attr not in read]
 
-    _everything_then_each(problem, sites)
+    everything_then_each(problem, sites)
 
 
 def _dataclasses(tree: ast.Module) -> list[ast.ClassDef]:
@@ -119,11 +96,11 @@ def drop_unread_config(problem: Problem) -> None:
     A config of eleven entries of which the forward reads three becomes a config of three.
     """
 
-    def sites(tree: ast.Module) -> list[Edit]:
+    def sites(tree: ast.Module) -> list[TreeEdit]:
         read, keys = _attribute_loads(tree), _key_reads(tree)
         if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("asdict", "astuple", "vars", "fields") for n in ast.walk(tree)):
             read = read | {f.target.id for c in _dataclasses(tree) for f in _fields(c) if isinstance(f.target, ast.Name)}
-        edits: list[Edit] = []
+        edits: list[TreeEdit] = []
         for cls in _dataclasses(tree):
             for field in _fields(cls):
                 name = field.target.id if isinstance(field.target, ast.Name) else ""
@@ -138,10 +115,10 @@ def drop_unread_config(problem: Problem) -> None:
                     edits.append(_drop_key(d, key))
         return edits
 
-    _everything_then_each(problem, sites)
+    everything_then_each(problem, sites)
 
 
-def _drop_field(cls: ast.ClassDef, field: ast.AnnAssign, name: str) -> Edit:
+def _drop_field(cls: ast.ClassDef, field: ast.AnnAssign, name: str) -> TreeEdit:
     def edit(tree: ast.Module) -> None:
         if field in cls.body:
             cls.body.remove(field)
@@ -151,7 +128,7 @@ def _drop_field(cls: ast.ClassDef, field: ast.AnnAssign, name: str) -> Edit:
     return edit
 
 
-def _drop_key(d: ast.Dict | ast.Call, key: str) -> Edit:
+def _drop_key(d: ast.Dict | ast.Call, key: str) -> TreeEdit:
     def edit(tree: ast.Module) -> None:
         if isinstance(d, ast.Dict):
             kept = [(k, v) for k, v in zip(d.keys, d.values) if not (isinstance(k, ast.Constant) and k.value == key)]
@@ -179,7 +156,7 @@ def fold_config(problem: Problem) -> None:
     field, key or whole config is dead and the other passes remove it.
     """
 
-    def sites(tree: ast.Module) -> list[Edit]:
+    def sites(tree: ast.Module) -> list[TreeEdit]:
         defaults: dict[str, ast.expr] = {}
         seen: dict[str, int] = {}
         classes = _dataclasses(tree)
@@ -199,7 +176,7 @@ def fold_config(problem: Problem) -> None:
                 seen["'" + key] = seen.get("'" + key, 0) + 1
                 if _constant(value):
                     keyed[key] = value
-        edits: list[Edit] = []
+        edits: list[TreeEdit] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in defaults and seen[node.attr] == 1 and _configish(node.value):
                 edits.append(_fold(node, defaults[node.attr]))
@@ -208,7 +185,7 @@ def fold_config(problem: Problem) -> None:
                 edits.append(_fold(node, keyed[node.slice.value]))
         return edits
 
-    _everything_then_each(problem, sites)
+    everything_then_each(problem, sites)
 
 
 def _configish(node: ast.expr) -> bool:
@@ -217,7 +194,7 @@ def _configish(node: ast.expr) -> bool:
     return "cfg" in name.lower() or "config" in name.lower()
 
 
-def _fold(node: ast.expr, value: ast.expr) -> Edit:
+def _fold(node: ast.expr, value: ast.expr) -> TreeEdit:
     return lambda tree: replace_node(tree, node, copy.deepcopy(value)) and None
 
 
@@ -228,9 +205,9 @@ def inline_defaults(problem: Problem) -> None:
     A call that did pass it fails, and the oracle refuses the candidate.
     """
 
-    def sites(tree: ast.Module) -> list[Edit]:
+    def sites(tree: ast.Module) -> list[TreeEdit]:
         passed = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords}
-        edits: list[Edit] = []
+        edits: list[TreeEdit] = []
         for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
             args, defaults = function.args.args, function.args.defaults
             for arg, default in zip(args[len(args) - len(defaults):], defaults):
@@ -238,10 +215,10 @@ def inline_defaults(problem: Problem) -> None:
                     edits.append(_inline_default(function, arg, default))
         return edits
 
-    _everything_then_each(problem, sites)
+    everything_then_each(problem, sites)
 
 
-def _inline_default(function: ast.FunctionDef, arg: ast.arg, default: ast.expr) -> Edit:
+def _inline_default(function: ast.FunctionDef, arg: ast.arg, default: ast.expr) -> TreeEdit:
     def edit(tree: ast.Module) -> None:
         args = function.args
         if arg not in args.args:
@@ -262,12 +239,12 @@ def fold_self_constants(problem: Problem) -> None:
     state becomes stateless, and `inline_modules` turns it into a function.
     """
 
-    def sites(tree: ast.Module) -> list[Edit]:
+    def sites(tree: ast.Module) -> list[TreeEdit]:
         stores: dict[str, int] = {}
         for n in ast.walk(tree):
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
                 stores[n.attr] = stores.get(n.attr, 0) + 1
-        edits: list[Edit] = []
+        edits: list[TreeEdit] = []
         for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
             init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
             if init is None:
@@ -284,4 +261,4 @@ def fold_self_constants(problem: Problem) -> None:
                         edits.append(_fold(n, values[n.attr]))
         return edits
 
-    _everything_then_each(problem, sites)
+    everything_then_each(problem, sites)
