@@ -56,7 +56,7 @@ class CheckOptions:
     # compile with Inductor's Triton backend on CPU tensors (see engine.child.triton_cpu); through the API this
     # adds a second, separate job beside the usual check
     triton_cpu: bool = False
-    triton_interpret_max_elements: int = 1 << 16
+    triton_interpret_max_elements: int = 1 << 18  # above it the Triton kernels are generated, not interpreted
     # Inductor's provenance tracking: which program line and FX node became which kernel (engine/provenance.py);
     # it keys Inductor's cache on the program's text, so a candidate-heavy caller (the minimizer) turns it off
     provenance: bool = True

@@ -205,7 +205,8 @@ def _death_reason(code: int | None, signum: int | None, stage: str) -> tuple[Err
 def error_result(options: CheckOptions, kind: ErrorKind, message: str, tail: str = "", run_dir: Path | None = None) -> CheckResult:
     return CheckResult(
         verdict=Verdict.ERROR,
-        explanation=f"error ({kind.value}): {message}",
+        # one line, as the worker's own error results: a message's later lines (a syntax error's caret) need its layout
+        explanation=f"error ({kind.value}): {message.splitlines()[0] if message else ''}",
         options=options,
         error=ErrorInfo(kind, message, output_tail=tail),
         output_tail=tail,

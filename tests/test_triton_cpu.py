@@ -23,9 +23,9 @@ def triton_runner(divergence_home: Path, inductor_cache: Path):
         yield r
 
 
-def triton_pass(runner, triton_runner, tmp_path, source):
+def triton_pass(runner, triton_runner, tmp_path, source, **options):
     main = runner.check(source, CheckOptions(), run_dir=tmp_path)
-    attached = with_triton_cpu_pass(main, source, CheckOptions(triton_cpu=True), "snippet.py", runner=triton_runner)
+    attached = with_triton_cpu_pass(main, source, CheckOptions(triton_cpu=True, **options), "snippet.py", runner=triton_runner)
     return main, attached.load_triton_cpu()
 
 
@@ -47,9 +47,19 @@ def test_a_kernel_the_interpreter_cannot_run_is_reported_with_its_source(runner,
 
 
 def test_large_inputs_give_the_source_only(runner, triton_runner, tmp_path):
-    _, tri = triton_pass(runner, triton_runner, tmp_path, BIG)
-    assert any("Triton source only" in n for n in tri.notes)
-    assert any(k.language == "triton" for o in tri.code.output_code for k in o.kernels)
+    _, tri = triton_pass(runner, triton_runner, tmp_path, BIG, triton_interpret_max_elements=100_000)
+    assert tri.error.kind is ErrorKind.OPTIONS and tri.error.message.startswith("Triton source only: the inputs hold 262,144 elements")
+    assert "0 compatible backends" not in tri.error.message  # the kernels compiled; they were just not run
+    assert any(k.language == "triton" and "tl.sum" in k.source for o in tri.code.output_code for k in o.kernels)
+
+
+def test_a_run_out_of_interpreting_time_stops_with_its_source(runner, triton_runner, tmp_path):
+    """The live stage names the kernel being interpreted; past the time left for it the run stops, source kept."""
+    slow = "import torch\ndef fn(x):\n    return torch.softmax(x, -1)\ndef inputs():\n    return (torch.randn(64, 1000),)\n"
+    _, tri = triton_pass(runner, triton_runner, tmp_path, slow, timeout_s=36)  # 36 s leaves a few for interpreting
+    assert tri.error.kind is ErrorKind.TIMEOUT and "still running triton_" in tri.error.message, tri.explanation
+    assert any(stage.startswith("interpreting triton_") for stage in tri.stage_seconds)
+    assert any("softmax" in k.name for o in tri.code.output_code for k in o.kernels)
 
 
 def test_the_ordinary_worker_refuses_the_triton_path(runner, tmp_path):

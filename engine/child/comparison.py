@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -35,8 +36,13 @@ class StageError(BaseException):
         self.tb = tb
 
 
+_TORCH_ADVICE = re.compile(r"\s*Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace.*?(?=\n\n|$)", re.S)
+
+
 def stage_error(kind: ErrorKind, exc: BaseException, what: str) -> StageError:
-    text = f"{type(exc).__name__}: {exc}"
+    # torch's "Set TORCHDYNAMO_VERBOSE=1 ..." advice names settings of a worker the user does not run; the
+    # traceback beside the message has the stack it offers
+    text = _TORCH_ADVICE.sub("", f"{type(exc).__name__}: {exc}").rstrip()
     if isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text.lower():
         kind = ErrorKind.MEMORY
     if isinstance(exc, SystemExit):

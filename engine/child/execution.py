@@ -189,16 +189,25 @@ def _enable_triton_cpu(run: Run) -> None:
 
 
 def _interpreter_fits(run: Run, args: Any, settings: CallSettings) -> None:
-    """The interpreter takes seconds per small kernel: above the size limit, generate the source only."""
+    """Watch the interpreted launches: name each kernel as it starts, and generate only the source above the
+    size limit or once the time left for interpreting is spent."""
     from engine.child import triton_cpu
     from engine.child.leaves import tensors_of
 
     total = sum(t.numel() for _, t in tensors_of(args, "args"))
     limit = run.options.triton_interpret_max_elements
-    fits = total <= limit
-    triton_cpu.set_interpret(fits)
-    if not fits:
-        settings.note(f"Triton source only: the inputs hold {total} elements, above the interpreter's limit of {limit}")
+    refuse = None
+    if total > limit:
+        refuse = (
+            f"Triton source only: the inputs hold {total:,} elements, above the interpreter's limit of {limit:,} "
+            "(triton_interpret_max_elements); the kernels were generated but not run, so there is no interpreted result to compare"
+        )
+    elapsed = sum(run.stage_seconds.values()) + time.monotonic() - run.stage_start
+    budget = run.options.timeout_s - elapsed - 30  # left for the fp64 reference, the comparison and writing the result
+    triton_cpu.watch_launches(
+        lambda name: run.emit(f"interpreting {name}"), refuse, budget,
+        lambda message, timed_out: StageError(ErrorKind.TIMEOUT if timed_out else ErrorKind.OPTIONS, message),
+    )
 
 
 def _pick_device(options: CheckOptions) -> str:

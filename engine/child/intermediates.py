@@ -176,6 +176,15 @@ def _instrumenting_backend(graphs: list[_Graph]) -> Any:
         )
         graphs.append(record)
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+        # Inductor reports every output's stride to AOTAutograd, which restrides the backward graph's saved
+        # tensors from that list by position, counted from its end when tensors without version-counter
+        # checks or symints are saved (max_pool2d's indices): the extras must not be in it
+        from torch._guards import TracingContext
+
+        context = TracingContext.try_get()
+        strides = getattr(context, "output_strides", None)
+        if strides is not None and len(strides) == len(original) + len(exposed):
+            del strides[len(original):]
         call = getattr(compiled, "current_callable", None)
         if call is None:
             raise RuntimeError(f"cannot instrument {type(compiled).__name__}: it has no current_callable")

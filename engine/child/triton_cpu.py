@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any
+import signal
+import time
+from typing import Any, Callable
 
 # versions on which the patches were checked; others are refused with a message, not guessed at
 KNOWN_TORCH = ("2.13.",)
@@ -70,5 +72,57 @@ def enable(interpret: bool) -> None:
     config.cpu_backend = "triton"
 
 
-def set_interpret(interpret: bool) -> None:
-    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+class _Budget(BaseException):
+    """Raised by the timer in the middle of an interpreted kernel (a BaseException: user code cannot catch it)."""
+
+
+_LAUNCH: Any = None  # Inductor's own CachingAutotuner.run, once watch_launches has wrapped it
+
+
+def watch_launches(on_kernel: Callable[[str], None], refuse: str | None, budget_s: float, stop: Callable[[str, bool], BaseException]) -> None:
+    """Follow every kernel launch of Inductor's Triton launcher in this (single-check) child.
+
+    The interpreter runs a kernel for seconds to minutes, inside what is otherwise the compile stage, so
+    each newly launched kernel is reported (`on_kernel(name)`: the live status names it). With `refuse`,
+    the first launch stops the run: the kernels are generated (Inductor compiles them at load, which
+    needs the interpreter on) but not run. After `budget_s` spent inside launches, a timer stops the run
+    too, so that the check ends with its generated source instead of being killed at its time limit.
+    Both raise `stop(message, timed_out)`. The timer runs only while a kernel does.
+    """
+    global _LAUNCH
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    if _LAUNCH is None:
+        _LAUNCH = CachingAutotuner.run
+    launch = _LAUNCH
+    state: dict[str, Any] = {"kernel": None, "spent": 0.0}
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _Budget()
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = str(self.inductor_meta.get("kernel_name") or getattr(self.fn, "__name__", "a Triton kernel"))
+        if refuse is not None:
+            raise stop(refuse, False)
+        if name != state["kernel"]:
+            state["kernel"] = name
+            on_kernel(name)
+        left = budget_s - state["spent"]
+        started = time.monotonic()
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, max(0.5, left))
+        try:
+            return launch(self, *args, **kwargs)
+        except _Budget:
+            raise stop(
+                f"Triton's interpreter was still running {name} after {state['spent'] + time.monotonic() - started:.0f} s of "
+                f"interpreting, so the run was stopped to keep the generated source (the check's time limit left {budget_s:.0f} s "
+                "for it). The interpreter is slow on reductions: smaller inputs or a longer time limit let it finish.",
+                True,
+            ) from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            state["spent"] += time.monotonic() - started
+
+    CachingAutotuner.run = run  # type: ignore[method-assign]
