@@ -16,6 +16,7 @@ custom components, or when the package is missing, the text area is used and not
 
 from __future__ import annotations
 
+import ast
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, MutableMapping
@@ -30,6 +31,21 @@ _VERSION = "editor_version"  # bumped whenever `source` changes from outside the
 _SHOWN = "editor_shown"  # the text the current highlighted editor holds, as far as the server knows
 _EVENT = "editor_event"  # id of the last editor response already applied
 _LINES = (16, 30)  # the editor grows from 16 to 30 lines, then scrolls
+# After a paste the browser scrolls Ace's scroller element itself (to show its hidden textarea): the code moves
+# up while the line numbers stay, a row below their lines. Ace scrolls by transforms and never expects that
+# native offset, so a watcher in the page (same origin as the component's frame) puts it back to 0.
+_ALIGN_GUTTER = """<script>
+const fix = () => window.parent.document.querySelectorAll("iframe[title*='code_editor']").forEach(f => {
+  try {
+    f.contentDocument.querySelectorAll(".ace_scroller").forEach(s => {
+      if (s.dxAligned) return;
+      s.dxAligned = true;
+      s.addEventListener("scroll", () => { if (s.scrollTop) s.scrollTop = 0; });
+    });
+  } catch (e) {}
+});
+fix(); setInterval(fix, 500);
+</script>"""
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,24 @@ def _component() -> Callable[..., Any] | None:
         return importlib.import_module("code_editor").code_editor  # type: ignore[no-any-return]
     except Exception:  # noqa: BLE001 - any failure to import means: no highlighted editor
         return None
+
+
+_ENTRY_POINTS = ("fn", "inputs", "get_inputs", "get_init_inputs", "main")
+
+
+def program_name(source: str) -> str:
+    """A pasted program's name in the run list: its first class, else its first function that is not one of
+    the snippet styles' entry points, else the first of those (parsed, never run)."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return "pasted program"
+    classes = [n.name for n in body if isinstance(n, ast.ClassDef)]
+    functions = [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    named = [n for n in functions if n not in _ENTRY_POINTS]
+    assigned = [t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name) and t.id == "fn"]
+    first = (classes or named or functions or assigned or [None])[0]
+    return f"{first} (pasted)" if first else "pasted program"
 
 
 def editors() -> Editors:
@@ -108,9 +142,17 @@ def render(on_edit: Callable[[], None], placeholder: str) -> None:
     if len(offer.modes) > 1:
         st.radio("Editor", offer.modes, key=MODE, horizontal=True, format_func=lambda m: "highlighted" if m == HIGHLIGHTED else "plain text")
     component = _component() if state[MODE] == HIGHLIGHTED else None
-    if component is None:
-        st.text_area("Program", key=SOURCE, height=340, placeholder=placeholder, on_change=on_edit)
-        return
+    # one container either way, so what follows the editor (the Run button) keeps its place in the page when
+    # the mode changes: a moved element is briefly there twice, the stale copy beside the new one
+    with st.container():
+        if component is None:
+            st.text_area("Program", key=SOURCE, height=340, placeholder=placeholder, on_change=on_edit)
+        else:
+            _highlighted(component, on_edit, placeholder)
+
+
+def _highlighted(component: Callable[..., Any], on_edit: Callable[[], None], placeholder: str) -> None:
+    state = st.session_state
     # `source` is the text area's widget key; in a run without that widget Streamlit would drop the key with
     # the widget. Writing it back makes it plain session state, which survives.
     state[SOURCE] = state.get(SOURCE, "")
@@ -126,4 +168,5 @@ def render(on_edit: Callable[[], None], placeholder: str) -> None:
     )
     if take_response(state, response):
         on_edit()
+    st.iframe(_ALIGN_GUTTER, height=1)
     st.caption("An edit applies when you click outside the editor (a click on Run check does) or press Ctrl+Enter.")

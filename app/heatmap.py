@@ -583,12 +583,15 @@ def histogram_figure(counts: np.ndarray) -> go.Figure:
     values.append(int(counts[1]))
     colours = [IDENTICAL_COLOUR] + ["#440154"] * (len(labels) - 2) + ["#b2182b"]
     fig = go.Figure(go.Bar(x=labels, y=values, marker_color=colours, hovertemplate="%{x} ULP: %{y} elements<extra></extra>"))
+    # a log axis from half an element up, one tick per decade: a bin of one element is a visible bar (the
+    # default range starts at the smallest count, which leaves that bar empty), and ticks read 1, 10, 100
+    top = max(max(values), 1)
     fig.update_layout(
-        height=300,
-        margin=dict(l=60, r=20, t=30, b=60),
+        height=320,
+        margin=dict(l=10, r=10, t=30, b=10),
         title=dict(text="ULP distance, eager vs compiled", font=dict(size=14)),
-        yaxis=dict(type="log", title="elements"),
-        xaxis=dict(title="ULP distance", type="category"),
+        yaxis=dict(type="log", title="elements", range=[math.log10(0.5), math.log10(top * 2.5)], dtick=1, automargin=True),
+        xaxis=dict(title=dict(text="ULP distance", standoff=12), type="category", tickangle=-40, automargin=True),
     )
     return fig
 

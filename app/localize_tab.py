@@ -24,6 +24,13 @@ from engine import LOCALIZATION_STEPS, CheckResult, Localization, Runner, Verdic
 LOCALIZE_DIR = "localize"  # inside the run's directory
 POLL_S = 1.0
 STEP_LABEL = {"ablation": "ablation ladder", "bisect": "CompilerBisector", "intermediates": "first diverging intermediate"}
+LADDER_COLUMNS = {
+    "setting": st.column_config.TextColumn(width="medium"),
+    "verdict": st.column_config.TextColumn(width="small"),
+    "diverges": st.column_config.TextColumn(width="small"),
+    "layer at fault": st.column_config.TextColumn(width="small"),
+    "explanation": st.column_config.TextColumn(width="large"),
+}
 LADDER_SIZE = 6  # rungs of engine.localization.ablation.LADDER: shown as live progress while the ladder runs
 
 
@@ -69,7 +76,8 @@ def _stop(run_id: str) -> None:
 def render(record: RunRecord, result: CheckResult) -> None:
     stored = load(record.run_dir)
     if result.verdict is not Verdict.DIVERGENT and stored is None:
-        st.info(f"Localize finds where a divergence starts. This run is {result.verdict.value}: there is nothing to localize.")
+        what = f"ended in an error ({result.error.kind.value})" if result.error is not None else f"is {result.verdict.value}"
+        st.info(f"Localize finds where a divergence starts. This run {what}: there is nothing to localize.")
         return
     snippet = Path(record.run_dir) / "snippet.py"
     if not snippet.exists():
@@ -111,11 +119,20 @@ def live(run_id: str, run_dir: str) -> None:
         st.caption("Started in another session: only that session can stop it.")
 
 
+def steps_line(started: tuple[str, ...] | list[str], rungs: int) -> str:
+    """'✓ ablation ladder (6/6 rungs) · **▶ CompilerBisector**': the steps run one after another, so every step
+    started before the last one is done."""
+    parts = []
+    for i, step in enumerate(started):
+        label = STEP_LABEL.get(step, step) + (f" ({rungs}/{LADDER_SIZE} rungs)" if step == "ablation" else "")
+        parts.append(f"**▶ {label}**" if i == len(started) - 1 else f"✓ {label}")
+    return " · ".join(parts)
+
+
 def progress_panel(snap: Snapshot, directory: Path) -> None:
     # the ladder's rungs write result.json as they finish: count them for a live figure
     rungs = len(list((directory / "ablation").glob("*/result.json"))) if (directory / "ablation").is_dir() else 0
-    steps = " · ".join(f"▶ {STEP_LABEL.get(s, s)}" + (f" ({rungs}/{LADDER_SIZE} rungs)" if s == "ablation" else "") for s in snap.notes)
-    what = "stopping: killing the checks in flight …" if snap.stopping else (steps or "starting …")
+    what = "stopping: killing the checks in flight …" if snap.stopping else (steps_line(snap.notes, rungs) or "starting …")
     st.markdown(f"**Localizing** · {what} · `{snap.elapsed_s:.0f} s`")
 
 
@@ -146,9 +163,9 @@ def show(record: RunRecord, loc: Localization) -> None:
         try:
             import pandas as pd  # streamlit's own dependency; only for the highlighted row
 
-            st.dataframe(pd.DataFrame(table).style.apply(_highlight, axis=1), hide_index=True, width="stretch")
+            st.dataframe(pd.DataFrame(table).style.apply(_highlight, axis=1), hide_index=True, width="stretch", column_config=LADDER_COLUMNS)
         except ImportError:
-            st.dataframe(table, hide_index=True, width="stretch")
+            st.dataframe(table, hide_index=True, width="stretch", column_config=LADDER_COLUMNS)
         (st.error if loc.ablation.first_diverging else st.info)(f"**Layer at fault:** {loc.ablation.layer}")
         st.caption(loc.ablation.conclusion)
     st.markdown("#### CompilerBisector")
@@ -201,12 +218,27 @@ def _wrapper_excerpt(run_dir: str | None, label: str | None, line: int | None) -
     return "\n".join(f"{'>' if n + 1 == line else ' '}{n + 1:5d}  {lines[n]}" for n in range(lo, hi))
 
 
+def intermediates_status(i: Any) -> None:
+    """No first diverging node: say plainly why, as a warning where the step could not answer."""
+    text = i.explanation
+    if i.status == "failed":
+        st.warning(f"**The first-diverging-node step could not run** — {text}")
+    elif i.status == "none-diverges" and not i.reproduced:
+        st.warning(
+            "**No first diverging node: with every intermediate exposed, the program no longer diverges.** Exposing each node as "
+            "an extra output changes how Inductor fuses the graph, and here that change removes the divergence, so this step "
+            "cannot point at a node. The ablation ladder and the bisector above still localize the layer and the lowering."
+        )
+    else:
+        st.info(f"**{i.status}** — {text}")
+
+
 def node_card(record: RunRecord, loc: Localization) -> None:
     i = loc.intermediates
     assert i is not None
     with st.container(border=True):
         if i.first is None:
-            st.info(f"**{i.status}** — {i.explanation}")
+            intermediates_status(i)
             for note in i.notes:
                 st.caption(f"note: {note[:500]}")
             return

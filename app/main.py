@@ -22,7 +22,7 @@ from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
 from app import editor, gallery, options_form, result_view, running, sweeps_page  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
-from engine import OptionsError  # noqa: E402
+from engine import CheckOptions, OptionsError  # noqa: E402
 
 PLACEHOLDER = """import torch
 
@@ -44,7 +44,7 @@ def _init_state() -> None:
     state.setdefault("source", "")
     state.setdefault("filename", "snippet.py")
     state.setdefault("origin", "paste")
-    state.setdefault("name", "pasted snippet")
+    state.setdefault("name", "pasted program")
     options_form.init(state)
 
 
@@ -52,7 +52,7 @@ def _init_state() -> None:
 
 
 def _on_edit() -> None:
-    st.session_state.update(origin="paste", name="pasted snippet", filename="snippet.py")
+    st.session_state.update(origin="paste", name=editor.program_name(st.session_state.get("source", "")), filename="snippet.py")
 
 
 def _on_upload() -> None:
@@ -81,6 +81,20 @@ def _on_load_case() -> None:
 
 def _open_run(run_id: str) -> None:
     st.session_state["current_run"] = run_id
+    st.session_state["scroll_to"] = run_id
+
+
+def _open_link(run_id: str) -> None:
+    """A new session opened through a run's link: its program fills the still empty editor, then its result shows."""
+    record = running.store().get(run_id)
+    snippet = Path(record.run_dir) / "snippet.py" if record is not None else None
+    if record is not None and snippet is not None and snippet.exists() and not st.session_state.get("source"):
+        result_view.load_snippet(snippet.read_text(), record)
+        try:
+            options_form.fill(st.session_state, CheckOptions.from_json(dict(record.options), strict=False))
+        except (OptionsError, TypeError, ValueError):
+            pass  # the run's program still loads; its settings stay the defaults
+    st.session_state["scroll_to"] = run_id
 
 
 # -- page parts ---------------------------------------------------------------------------------------------
@@ -103,10 +117,20 @@ def past_runs(sidebar: DeltaGenerator) -> None:
 
 def _run_button(where: object, r: RunRecord, prefix: str) -> None:
     when = dt.datetime.fromtimestamp(r.created).strftime("%m-%d %H:%M")
-    icon = "⏹" if r.status == INTERRUPTED else result_view.ICON.get(r.verdict, result_view.ICON[None])
-    label = f"{icon} {r.name[:38]} · {when}"
-    current = st.session_state.get("current_run")
-    where.button(label, key=f"{prefix}:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", type="primary" if r.id == current else "secondary")  # type: ignore[attr-defined]
+    icon = "⏹" if r.status == INTERRUPTED else result_view.run_icon(r.verdict, r.explanation)
+    current = r.id == st.session_state.get("current_run")
+    # the open run is marked by an arrow and bold type, not a red (primary) button that would hide a red status dot
+    label = f"{'**▸** ' if current else ''}{icon} {'**' + r.name[:36] + '**' if current else r.name[:38]} · {when}"
+    where.button(label, key=f"{prefix}:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", help="the run shown below" if current else None)  # type: ignore[attr-defined]
+
+
+def _on_pick_row() -> None:
+    """A click on a gallery row picks that case (the selectbox below follows)."""
+    cases, _ = _cases()
+    rows = (st.session_state.get("gallery_table") or {}).get("selection", {}).get("rows", [])
+    if rows and 0 <= rows[0] < len(cases):
+        st.session_state["gallery_case"] = cases[rows[0]].slug
+        st.session_state["gallery_variant"] = 0
 
 
 def gallery_section() -> None:
@@ -116,18 +140,27 @@ def gallery_section() -> None:
             st.info(f"No sample cases found in {gallery.default_dir()}.")
             return
         st.dataframe(
-            [{"title": c.title, "category": c.category, "summary": c.one_line, "expected (CPU)": c.expected_cpu or "–"} for c in cases],
+            # two columns that fit the gallery's width; the picked case's summary and expectation show below
+            [{"case": c.title, "category": c.category} for c in cases],
             hide_index=True,
             width="stretch",
             height=260,
+            key="gallery_table",
+            on_select=_on_pick_row,
+            selection_mode="single-row",
+            column_config={"case": st.column_config.TextColumn(width="large"), "category": st.column_config.TextColumn(width="medium")},
         )
         by_slug = {c.slug: c for c in cases}
-        slug = st.selectbox("Case", list(by_slug), key="gallery_case", format_func=lambda s: f"{by_slug[s].category} · {by_slug[s].title}")
+        slug = st.selectbox("Case (or click a row above)", list(by_slug), key="gallery_case", format_func=lambda s: by_slug[s].title)
         case = by_slug[slug]
-        st.caption(case.one_line + (f" · upstream: {case.upstream}" if case.upstream else ""))
+        expected = f" · expected on CPU: {case.expected_cpu}" if case.expected_cpu else ""
+        st.caption(f"{case.category} · " + case.one_line + expected + (f" · upstream: {case.upstream}" if case.upstream else ""))
+        if case.explanation:
+            with st.expander("About this case"):
+                st.markdown(case.explanation)
         variants = [0] + list(range(1, len(case.variants) + 1))
         if len(variants) > 1:
-            st.radio("Options", variants, key="gallery_variant", horizontal=True, format_func=lambda i: _variant_label(case, i))
+            st.radio("Options", variants, key="gallery_variant", horizontal=False, format_func=lambda i: _variant_label(case, i))
         else:
             st.session_state["gallery_variant"] = 0
         st.button("Load into the editor", key="load_case", on_click=_on_load_case)
@@ -148,8 +181,10 @@ def input_section() -> bool:
     """The editor, upload and Run button; True when Run was clicked."""
     editor.render(_on_edit, "Paste a snippet: fn + inputs, a KernelBench Model + get_inputs, or a script that calls torch.compile.\n\n" + PLACEHOLDER)
     st.caption(f"{st.session_state['name']} · runs as `{st.session_state['filename']}`")
-    st.file_uploader("…or upload a .py file", type=["py"], key="upload", on_change=_on_upload)
-    return st.button("Run check", type="primary", key="run")
+    run, upload = st.columns([1, 2], vertical_alignment="center")
+    with upload.popover("…or upload a .py file", width="stretch"):
+        st.file_uploader("Upload a .py file", type=["py"], key="upload", on_change=_on_upload, label_visibility="collapsed")
+    return run.button("Run check", type="primary", key="run", width="stretch")
 
 
 def start_check() -> None:
@@ -162,9 +197,9 @@ def start_check() -> None:
     except (OptionsError, ValueError, TypeError) as exc:
         st.error(f"Settings: {exc}")
         return
-    st.session_state["active"] = running.submit(
-        source, st.session_state["filename"], options, st.session_state["name"], st.session_state["origin"], running.session()
-    )
+    origin = st.session_state["origin"]
+    name = editor.program_name(source) if origin == "paste" else st.session_state["name"]
+    st.session_state["active"] = running.submit(source, st.session_state["filename"], options, name, origin, running.session())
 
 
 def show_current() -> None:
@@ -187,7 +222,25 @@ def show_current() -> None:
         else:
             st.info(f"Run `{run_id}` has no result yet: it is still running in another session.")
         return
+    st.markdown("<div id='dx-result'></div>", unsafe_allow_html=True)
+    # always one element here, so the result's tabs keep their place in the page (and their selection) on the
+    # rerun after the one that scrolled
+    with st.empty():
+        if st.session_state.pop("scroll_to", None) == run_id:
+            _scroll_to_result(run_id)
     result_view.render_run(record, result)
+
+
+def _scroll_to_result(run_id: str) -> None:
+    """Bring the result to the top of the window, once, when it arrives: after Run, a link, a click in the run list.
+
+    The script runs in the component's iframe, which shares the page's origin; the run id makes each one new.
+    """
+    st.iframe(
+        f"<script>/* {run_id} */ const go = () => {{ const el = window.parent.document.getElementById('dx-result'); "
+        "if (el) el.scrollIntoView({block: 'start'}); else setTimeout(go, 100); }; setTimeout(go, 50);</script>",
+        height=1,
+    )
 
 
 def _show_snippet(record: RunRecord) -> None:
@@ -202,6 +255,8 @@ def main() -> None:
     if "current_run" not in st.session_state:
         # a new session: a ?run=<id> link (another tab, a restarted app) opens that stored run
         st.session_state["current_run"] = st.query_params.get("run")
+        if st.session_state["current_run"]:
+            _open_link(st.session_state["current_run"])
     if "session" not in st.session_state:
         # ?sid= keeps a reload (or a restarted app) in the same session, so its runs stay listed as its own
         sid = st.query_params.get("sid", "")
@@ -231,6 +286,7 @@ def main() -> None:
             running.follow(active)
             del st.session_state["active"]
             st.session_state["current_run"] = active.run_id
+            st.session_state["scroll_to"] = active.run_id
     current = st.session_state.get("current_run")
     if current and st.query_params.get("run") != current:
         st.query_params["run"] = current

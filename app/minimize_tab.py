@@ -17,6 +17,7 @@ from app.minimize_job import DONE, FAILED, SNIPPET_FILE, STARTING, STOPPED, Mini
 from app.store import INTERRUPTED, RunRecord
 from engine import CheckResult, Verdict, data_dir
 from minimizer import measure
+from minimizer.shrinkray import find_shrinkray
 
 POLL_S = 1.0
 
@@ -72,10 +73,12 @@ def render(record: RunRecord, result: CheckResult) -> None:
         "a fresh process, and an issue body in PyTorch's PT2 bug-report form."
     )
     a, b, c, d = st.columns(4)
-    a.number_input("Time budget (s)", min_value=5.0, value=Settings.budget_s, step=60.0, key=f"min_budget:{record.id}", disabled=running_now,
+    a.number_input("Time budget (s)", min_value=5, value=int(Settings.budget_s), step=60, format="%d", key=f"min_budget:{record.id}", disabled=running_now,
                    help="for the reduction; checking the original, verifying the repro and the ablation come on top")
     b.checkbox("Dynamo-graph rewrite", value=True, key=f"min_graph:{record.id}", disabled=running_now)
-    c.checkbox("shrinkray polish", value=True, key=f"min_shrinkray:{record.id}", disabled=running_now, help="when shrinkray is installed (DIVERGENCE_SHRINKRAY)")
+    installed = find_shrinkray() is not None
+    c.checkbox("shrinkray polish", value=installed, key=f"min_shrinkray:{record.id}", disabled=running_now or not installed,
+               help="shrinkray polishes the result at the end" if installed else "shrinkray is not installed: `divergence install-shrinkray` adds it")
     d.checkbox("Ablation in the issue body", value=True, key=f"min_ablation:{record.id}", disabled=running_now,
                help="re-check the result under eager, aot_eager, aot_eager_decomp_partition, inductor and Inductor's numerics flags")
     if running_now:
@@ -91,10 +94,15 @@ def render(record: RunRecord, result: CheckResult) -> None:
             f"The minimization started {when} was **interrupted**: the app stopped while it ran. "
             + (f"Its best candidate so far ({measure(best).tokens} tokens) is checkpointed: Resume continues from it." if best is not None else "It had not found a smaller candidate yet.")
         )
-    st.button("Resume minimizing" if resumable else "Start minimizing", type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source),
-              help="resumes from the checkpointed best candidate" if resumable else None)
     outcome = job.snapshot().outcome if job is not None else None
     outcome = outcome or load_outcome(Path(record.run_dir))
+    if outcome is not None and outcome.state == DONE:
+        label, hint = "Minimize further", "starts from the minimized program (its checkpoint) and tries to shrink it more"
+    elif resumable:
+        label, hint = "Resume minimizing", "resumes from the checkpointed best candidate"
+    else:
+        label, hint = "Start minimizing", None
+    st.button(label, type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source), help=hint)
     if outcome is not None:
         show_outcome(record.id, outcome)
 
@@ -132,12 +140,14 @@ def progress_panel(snap: Snapshot) -> None:
     cols = st.columns(5)
     cols[0].metric("Candidates tried", p.candidates_tried if p else 0)
     cols[1].metric("Oracle calls", p.oracle_calls if p else 0)
-    cols[2].metric("Current size (tokens)", p.current_tokens if p else "–")
-    best = cols[3]
+    best = cols[2]
     if p is not None:
         best.metric("Best size (tokens)", p.best_tokens, delta=p.best_tokens - p.initial_tokens, delta_color="inverse", help=f"of {p.initial_tokens} at the start")
     else:
         best.metric("Best size (tokens)", "–")
+    # the candidate under test is an edit of the best one: often larger for a moment (a pass first tries coarse
+    # edits elsewhere in the program), so it comes after the best and says what it is
+    cols[3].metric("Candidate tested last", p.current_tokens if p else "–", help="its size in tokens; only an interesting candidate becomes the best")
     cols[4].metric("Elapsed", f"{snap.elapsed_s:.0f} s")
     for note in snap.notes:
         st.caption(note)

@@ -141,22 +141,22 @@ def render() -> None:
     """Draw the settings; read them back with options_from_state(st.session_state)."""
     init(st.session_state)
     st.markdown("**Settings**")
-    a, b = st.columns(2)
-    a.selectbox("Device", (AUTO, "cpu", "cuda"), key="opt_device", help="auto: CUDA when available, else the CPU")
-    b.selectbox("Backend", BACKENDS, key="opt_backend")
-    a.selectbox("Mode", MODES, key="opt_mode", help="auto: the snippet's compile_kwargs, else torch's default")
-    b.selectbox("Dynamic shapes", TRISTATE, key="opt_dynamic")
-    a.selectbox("Cast to", DTYPES, key="opt_dtype", help="cast the model and floating inputs first")
-    b.number_input("Seeds", min_value=1, max_value=16, step=1, key="opt_seeds", help="re-run with N input seeds and report the worst")
-    st.checkbox("Backward: compare gradients too", key="opt_backward")
-    st.checkbox("Strict: any bit difference is divergent", key="opt_strict")
-    st.checkbox("fallback_random (eager's RNG in compiled code)", key="opt_fallback_random")
-    st.checkbox("emulate_precision_casts (bf16/fp16 round trips)", key="opt_emulate_precision_casts")
+    # one widget per row: at 1024 px the settings column is ~230 px wide, too narrow for two selects side by side
+    st.selectbox("Device", (AUTO, "cpu", "cuda"), key="opt_device", help="auto: CUDA when available, else the CPU")
+    st.selectbox("Backend", BACKENDS, key="opt_backend")
+    st.selectbox("Mode", MODES, key="opt_mode", help="auto: the snippet's compile_kwargs, else torch's default")
+    st.selectbox("Dynamic shapes", TRISTATE, key="opt_dynamic")
+    st.selectbox("Cast to", DTYPES, key="opt_dtype", help="cast the model and floating inputs first")
+    st.number_input("Seeds", min_value=1, max_value=16, step=1, key="opt_seeds", help="re-run with N input seeds and report the worst")
+    st.checkbox("Backward", key="opt_backward", help="also compare the gradients of the inputs and parameters")
+    st.checkbox("Strict: bit-exact", key="opt_strict", help="any bit difference, signed zeros and NaN payloads included, is divergent")
+    st.checkbox("fallback_random", key="opt_fallback_random", help="Inductor config: compiled code draws random numbers with eager's RNG")
+    st.checkbox("emulate_precision_casts", key="opt_emulate_precision_casts", help="Inductor config: round bf16/fp16 intermediates as eager does")
     st.checkbox(
-        "Triton on CPU: also show Inductor's Triton kernels",
+        "Triton on CPU",
         key="opt_triton_cpu",
-        help="After the check, compile again with Inductor's Triton backend for CPU tensors in a separate worker and, "
-        "on small inputs, run the kernels in Triton's interpreter: interpreted Triton on CPU, not GPU Triton.",
+        help="After the check, compile again with Inductor's Triton backend for CPU tensors in a separate worker, show those "
+        "Triton kernels, and run them in Triton's interpreter: interpreted Triton on CPU, not GPU Triton.",
     )
     with st.expander("More settings"):
         st.number_input("First seed", min_value=0, step=1, key="opt_seed")

@@ -82,6 +82,14 @@ def _open(record: RunRecord, outcome: ProbeOutcome) -> None:
 
 def render(record: RunRecord, result: CheckResult) -> None:
     snippet = Path(record.run_dir) / "snippet.py"
+    report = load(record.run_dir)
+    if result.error is not None and report is None:
+        # every probe is this check again with other inputs: it would fail the same way
+        st.info(
+            f"Probes re-run a program that checks. This run ended in an error ({result.error.kind.value}), so every probe would "
+            "end in the same error: fix the program (or its settings) and run it again, then probe."
+        )
+        return
     if not snippet.exists():
         st.warning("The run's snippet.py is missing from its directory; it cannot be probed.")
         return
@@ -102,7 +110,6 @@ def render(record: RunRecord, result: CheckResult) -> None:
     snap = job.snapshot() if job is not None else None
     if snap is not None and snap.state != DONE:
         st.warning(f"Probes {snap.state}: {snap.message}")
-    report = load(record.run_dir)
     if report is not None:
         show_report(record, report)
 
@@ -148,7 +155,10 @@ def rows(report: ProbeReport) -> list[dict[str, object]]:
 
 
 def show_report(record: RunRecord, report: ProbeReport) -> None:
-    (st.error if report.diverging else st.success)(f"**{report.summary()}**")
+    failed = [o for o in report.outcomes if o.status is ProbeStatus.ERROR]
+    # green only when every probe ran and none diverged
+    box = st.error if report.diverging else (st.warning if failed else st.success)
+    box(f"**{report.summary()}**" + (f" — {len(failed)} could not run; see their explanations below" if failed and not report.diverging else ""))
     st.dataframe(rows(report), hide_index=True, width="stretch")
     openable = [o for o in report.outcomes if o.run_dir is not None and (Path(o.run_dir) / "result.json").exists()]
     if not openable:

@@ -14,9 +14,9 @@ import numpy as np
 import streamlit as st
 
 from app import heatmap as hm
-from app import localize_tab, minimize_tab, probes_tab, triton_pass
+from app import code_view, gallery, localize_tab, minimize_tab, probes_tab, triton_pass
 from app.store import RunRecord
-from engine import CheckResult, GeneratedCode, Kernel, LeafResult, Verdict
+from engine import CheckResult, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
 
 BANNER = {
     Verdict.MATCH: st.success,
@@ -28,6 +28,13 @@ BANNER = {
 }
 # colored text, not emoji: a browser without an emoji font (CI's chromium) draws emoji as empty boxes
 ICON = {"match": ":green[●]", "benign": ":green[●]", "precision-cast": ":orange[●]", "rng": ":violet[●]", "divergent": ":red[●]", "error": ":red[▲]", None: ":gray[○]"}
+
+
+def run_icon(verdict: str | None, explanation: str | None = None) -> str:
+    """The run list's mark for a run: its verdict's colour; a cancelled run is grey, it has no verdict."""
+    if verdict == "error" and (explanation or "").startswith("error (cancelled)"):
+        return ":gray[■]"
+    return ICON.get(verdict, ICON[None])
 
 
 def fmt(x: float | None) -> str:
@@ -80,11 +87,51 @@ def header(record: RunRecord) -> None:
     created = dt.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S")
     st.markdown(f"### {record.name}")
     st.caption(f"run `{record.id}` · {created} · [link to this run](?run={record.id}) · stored in `{record.run_dir}`")
+    snippet = Path(record.run_dir) / "snippet.py"
+    source = snippet.read_text() if snippet.exists() else None
+    # in a container either way: an element that comes and goes above the tabs would reset their selection
+    with st.container():
+        if source is not None and source != st.session_state.get("source"):
+            _other_program(record, source)
+
+
+def _other_program(record: RunRecord, source: str) -> None:
+    left, right = st.columns([3, 1], vertical_alignment="center")
+    left.caption("The editor above holds another program than this run's (its program is in the Program tab).")
+    right.button("Load this run's program", key=f"reload_top:{record.id}", on_click=load_snippet, args=(source, record), width="stretch")
+
+
+def about_case(record: RunRecord) -> None:
+    """A gallery case's own explanation, beside its result: what it teaches, what was measured."""
+    if not record.origin.startswith("gallery:"):
+        return
+    slug = record.origin.split(":", 1)[1]
+    case = next((c for c in gallery.load_cases()[0] if c.slug == slug), None)
+    if case is not None and case.explanation:
+        with st.expander(f"About this case: {case.title}", expanded=True):
+            st.markdown(case.explanation)
+            if case.upstream:
+                st.caption(f"upstream: {case.upstream}")
+
+
+def headline(result: CheckResult) -> str:
+    """The verdict's sentence without what the banner already says: the verdict's name, a one-leaf tally."""
+    text = result.explanation
+    if text.startswith(f"{result.verdict.value}: "):
+        text = text[len(result.verdict.value) + 2 :]
+    return re.sub(r" \(1 leaves: [^)]*\)$", "", text)
 
 
 def banner(result: CheckResult) -> None:
+    if result.error is not None and result.error.kind is ErrorKind.CANCELLED:
+        st.warning("**Cancelled** — the check was stopped before it finished, so it has no verdict. Run it again to get one.")
+        tail = result.error.output_tail or result.output_tail
+        if tail.strip():
+            with st.expander("Output tail"):
+                st.code(tail.rstrip()[-4000:], language="text")
+        return
     show = BANNER[result.verdict]
-    show(f"**Verdict: {result.verdict.value.upper()}** — {result.explanation}")
+    show(f"**Verdict: {result.verdict.value.upper()}** — {headline(result)}")
     if result.error is not None:
         err = result.error
         st.markdown(f"**Error kind:** `{err.kind.value}`")
@@ -138,11 +185,12 @@ def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
 def render_run(record: RunRecord, result: CheckResult) -> None:
     header(record)
     banner(result)
+    about_case(record)
     with_triton = triton_pass.requested(record.options) or result.triton_cpu is not None
     tri = triton_pass.load(result) if with_triton else None
     if with_triton:
         triton_caption(tri)
-    names = ["Leaves", "Generated code"] + (["Triton on CPU"] if with_triton else []) + ["Probes", "Localize", "Minimize", "Snippet & output", "Details"]
+    names = ["Leaves", "Generated code"] + (["Triton on CPU"] if with_triton else []) + ["Probes", "Localize", "Minimize", "Program"]
     tabs = dict(zip(names, st.tabs(names)))
     with tabs["Leaves"]:
         if result.leaves:
@@ -161,39 +209,46 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
         localize_tab.render(record, result)
     with tabs["Minimize"]:
         minimize_tab.render(record, result)
-    with tabs["Snippet & output"]:
+    with tabs["Program"]:
         snippet_tab(record, result)
-    with tabs["Details"]:
-        details_tab(result)
+        with st.expander("Details: style, environment, stage times, options"):
+            details_tab(result)
 
 
 def triton_caption(tri: CheckResult | None) -> None:
     if tri is None:
-        st.caption(f"Triton on CPU ({triton_pass.LABEL}): not run; see its tab.")
+        st.caption("Triton on CPU: not run; see its tab.")
+    elif tri.error is not None:
+        st.markdown(f"{ICON['error']} **Triton on CPU**: {triton_pass.outcome(tri)}; see its tab.")
     else:
-        st.markdown(f"{ICON.get(tri.verdict.value, '')} **Triton on CPU** ({triton_pass.LABEL}): **{tri.verdict.value}** — {tri.explanation}")
+        st.markdown(f"{ICON.get(tri.verdict.value, '')} **Triton on CPU**: **{tri.verdict.value}** (interpreted, not GPU Triton); see its tab.")
 
 
 def triton_tab(record: RunRecord, tri: CheckResult | None) -> None:
     """The Triton-on-CPU pass: what it is, its verdict and leaves, or why it could not run."""
-    st.markdown(
-        f"**{triton_pass.LABEL}.** The program was compiled again with Inductor's Triton backend for CPU tensors, in a separate "
-        "worker; on small inputs Triton's numpy interpreter ran the kernels, and that output was compared with eager like any "
-        "compiled run. The interpreter has its own numerics: this is not what a GPU computes."
-    )
     if tri is None:
         st.warning("The Triton-on-CPU pass did not run: it was cancelled, or the app stopped before it finished. Run the check again to get it.")
         return
-    if tri.error is not None:
-        st.warning(f"**Could not run** ({tri.error.kind.value}): {tri.error.message.strip()}")
-        kernels = sum(len(o.kernels) for o in tri.code.output_code)
-        if kernels:
-            st.caption(f"Its {kernels} Triton kernel(s) were generated all the same: see the Generated code tab.")
+    kernels = sum(len(o.kernels) for o in tri.code.output_code)
+    if tri.error is None:
+        st.markdown(
+            f"**{triton_pass.LABEL}.** The program was compiled again with Inductor's Triton backend for CPU tensors, in a separate "
+            "worker; Triton's numpy interpreter ran the kernels, and that output was compared with eager like any compiled run. "
+            "The interpreter has its own numerics: this is not what a GPU computes."
+        )
+        (st.error if tri.verdict is Verdict.DIVERGENT else st.success)(f"**Interpreted Triton on CPU: {tri.verdict.value.upper()}** — {headline(tri)}")
+    else:
+        st.markdown(
+            "The program was compiled again with Inductor's Triton backend for CPU tensors, in a separate worker. "
+            + (f"Its {kernels} Triton kernel(s) were generated (see the Generated code tab), but " if kernels else "")
+            + f"{'they were' if kernels else 'the kernels were'} not run to the end, so there is no interpreted result:"
+        )
+        (st.info if tri.error.kind in (ErrorKind.OPTIONS, ErrorKind.TIMEOUT) else st.warning)(
+            f"**{triton_pass.outcome(tri).capitalize()}** — {tri.error.message.strip()}"
+        )
         if tri.error.traceback.strip():
             with st.expander("Traceback"):
                 st.code(tri.error.traceback.rstrip(), language="python")
-    else:
-        (st.error if tri.verdict is Verdict.DIVERGENT else st.success)(f"**Interpreted Triton on CPU: {tri.verdict.value.upper()}** — {tri.explanation}")
     for note in tri.notes:
         st.caption(f"note: {note}")
     if tri.leaves:
@@ -209,7 +264,11 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
     names = [l.name for l in leaves]
     name = st.selectbox("Leaf", names, index=worst, key=f"leaf:{record.id}")
     leaf = result.leaf(name)
-    st.markdown(f"{ICON.get(leaf.verdict.value, '')} **{leaf.verdict.value}** — {leaf.explanation}")
+    # with one leaf the banner above already says this sentence
+    st.markdown(f"{ICON.get(leaf.verdict.value, '')} **{leaf.verdict.value}**" + (f" — {leaf.explanation}" if len(leaves) > 1 else ""))
+    writer = code_view.writers(result).get(leaf.name)
+    if writer is not None:
+        code_view.writer_link(writer, linked=":" not in record.id)
     if leaf.eager_ref_rms is not None:
         st.caption(
             f"error against the fp64 reference: eager RMS {fmt(leaf.eager_ref_rms)}, max {fmt(leaf.eager_ref_max)}; "
@@ -235,13 +294,11 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
     shape = tuple(arrays["eager"].shape) if full else tuple(int(n) for n in summary["shape"])
     metrics = hm.available_metrics(arrays) if full else hm.summary_metrics(summary)
     heatmap_section(record, leaf, arrays, summary, shape, metrics)
-    left, right = st.columns([2, 3])
-    with left:
-        if "histogram" in summary or "ulp" in arrays or (full and metrics and hm.Metric.ULP in metrics):
-            st.plotly_chart(_histogram(record.run_dir, leaf.name, leaf.dtype), key=f"hist:{record.id}:{leaf.name}", theme=None)
-    with right:
-        metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", metrics[0])
-        worst_table(_worst(record.run_dir, leaf.name, hm.Metric(metric).value, leaf.dtype), hm.Metric(metric))
+    # one above the other: side by side at 1024 px the table's seven numeric columns were cut ("2.17e")
+    if "histogram" in summary or "ulp" in arrays or (full and metrics and hm.Metric.ULP in metrics):
+        st.plotly_chart(_histogram(record.run_dir, leaf.name, leaf.dtype), key=f"hist:{record.id}:{leaf.name}", theme=None)
+    metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", metrics[0])
+    worst_table(_worst(record.run_dir, leaf.name, hm.Metric(metric).value, leaf.dtype), hm.Metric(metric))
 
 
 def worst_table(rows: list[hm.WorstElement], metric: hm.Metric) -> None:
@@ -437,6 +494,7 @@ def kernel_column(title: str, code: GeneratedCode, key: str) -> None:
 
 def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = None) -> None:
     code = result.code
+    code_view.render(record, result, tri, localize_tab.load(record.run_dir))
     if tri is not None:
         left, right = st.columns(2, gap="medium")
         with left:
@@ -487,7 +545,7 @@ def snippet_tab(record: RunRecord, result: CheckResult) -> None:
     if snippet.exists():
         source = snippet.read_text()
         st.code(source, language="python", line_numbers=True)
-        st.button("Load this snippet into the editor", key=f"reload:{record.id}", on_click=_load_snippet, args=(source, record))
+        st.button("Load this snippet into the editor", key=f"reload:{record.id}", on_click=load_snippet, args=(source, record))
     log = Path(record.run_dir) / "output.log"
     text = result.output_tail
     if not text and log.exists():
@@ -496,7 +554,8 @@ def snippet_tab(record: RunRecord, result: CheckResult) -> None:
     st.code(text.rstrip() or "(the snippet printed nothing)", language="text")
 
 
-def _load_snippet(source: str, record: RunRecord) -> None:
+def load_snippet(source: str, record: RunRecord) -> None:
+    """Put a stored run's program into the editor (a callback: before the widgets are drawn)."""
     st.session_state["source"] = source
     st.session_state["origin"] = record.origin
     st.session_state["name"] = record.name

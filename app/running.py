@@ -96,21 +96,27 @@ def submit(source: str, filename: str, options: CheckOptions, name: str, origin:
 
 
 def stage_line(active: Active) -> str:
-    """'✓ loading 0.1 s · ✓ eager 0.2 s · **▶ compiling 3.0 s** · …  3.2 s' from the stages seen so far."""
+    """'✓ loading 0.1 s · ✓ eager 0.2 s · **▶ compiling 3.0 s** · …  3.2 s' from the stages seen so far.
+
+    Once the check is over, only the stages it ran are listed (no greyed "to come" after "done"), then ✓ done.
+    """
     progress = active.job.progress
     if progress.stage not in active.seen:
         active.seen.append(progress.stage)
     seconds = dict(progress.stages)
     took = lambda stage: f" {seconds[stage]:.1f} s" if stage in seconds else ""  # noqa: E731
+    over = active.job.done()
     parts = []
     for stage in STAGES:
-        if stage == progress.stage:
+        if stage == progress.stage and not over:
             parts.append(f"**▶ {stage}{took(stage)}**")
         elif stage in active.seen or stage in seconds:
             parts.append(f"✓ {stage}{took(stage)}")
-        elif stage not in ("compiled run", "saving"):  # neither happens in every check
+        elif stage not in ("compiled run", "saving") and not over:  # neither happens in every check
             parts.append(f"<span style='opacity:.45'>{stage}</span>")
-    if progress.stage not in STAGES:
+    if over:
+        parts.append("✓ done")
+    elif progress.stage not in STAGES:
         parts.insert(0, f"**▶ {progress.stage}{took(progress.stage)}**")
     return " · ".join(parts) + f" &nbsp; `{progress.elapsed_s:5.1f} s`"
 
@@ -123,8 +129,9 @@ def triton_line(tp: triton_pass.TritonPass) -> str:
         tri = tp.pass_result()
         stage = f"✓ {tri.verdict.value}" if tri is not None else f"not run: {tp.failure or 'no result'}"
     else:
-        stage = f"**▶ {stage}**"
-    return f"Triton on CPU ({triton_pass.LABEL}): {stage}{elapsed}"
+        hint = " (the interpreter runs each kernel in numpy: seconds for pointwise kernels, minutes for large reductions)" if stage.startswith("interpreting") else ""
+        stage = f"**▶ {stage}**{hint}"
+    return f"Triton on CPU: {stage}{elapsed}"
 
 
 def follow(active: Active) -> CheckResult:

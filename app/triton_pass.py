@@ -16,7 +16,7 @@ from typing import Callable, cast
 
 import streamlit as st
 
-from engine import CheckOptions, CheckResult, Job, Progress, Runner
+from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner
 from engine.api import with_triton_cpu_pass
 from engine.protocol import TRITON_CPU_WORKER_ENV
 
@@ -109,6 +109,17 @@ class TritonPass:
             return self.attached.load_triton_cpu()
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def outcome(tri: CheckResult) -> str:
+    """A few words for what the pass came to: its verdict, or why it has none."""
+    if tri.error is None:
+        return tri.verdict.value
+    if tri.error.message.startswith("Triton source only"):
+        return "kernels generated, not run (inputs above the interpreter's size limit)"
+    if tri.error.kind is ErrorKind.TIMEOUT:
+        return "kernels generated, interpreting stopped at the time limit"
+    return f"could not run ({tri.error.kind.value})"
 
 
 def requested(options: object) -> bool:

@@ -107,7 +107,7 @@ def decode(typed: dict[str, Any]) -> np.ndarray:
 def test_paste_and_run(app: AppTest):
     app.text_area(key="source").input(PROGRAM).run()
     run_check(app)
-    assert app.status[0].state == "complete" and "pasted snippet" in app.status[0].label
+    assert app.status[0].state == "complete" and "fn (pasted)" in app.status[0].label  # named after the program
     assert banner(app).startswith("**Verdict: ")
     table = next(df.value for df in app.dataframe if "leaf" in df.value.columns)
     assert list(table["leaf"]) == ["out"] and {"max abs", "max rel", "max ULP", "mismatched", "NaN", "inf", "±0", "verdict"} <= set(table.columns)
@@ -233,6 +233,9 @@ def test_code_tab_lists_and_shows_the_kernels(app: AppTest, stored_run: tuple[st
     assert any(kernels[0].source.strip()[:200] in c for c in cpp)
     assert any(c.language == "python" and "def call(" in c.value for c in at.code)  # the wrapper module
     assert "Download output code" in [b.proto.label for b in at.get("download_button")]
+    # the program <-> kernel view: one self-contained page holding the program and each kernel's lines
+    view = [e.proto.srcdoc for e in at.get("iframe") if "dx-program" in e.proto.srcdoc]
+    assert len(view) == 1 and all(k.name in view[0] for k in kernels) and "softmax(x, -1) * 3.0" in view[0]
 
 
 def test_broken_snippet_shows_its_error_and_the_next_run_works(app: AppTest):
@@ -244,9 +247,18 @@ def test_broken_snippet_shows_its_error_and_the_next_run_works(app: AppTest):
     assert any("Error kind" in m.value and "eager" in m.value for m in app.markdown)
     assert any("about to fail" in c.value for c in app.code)  # the output tail
     assert any("mat1 and mat2" in c.value or "shapes cannot be multiplied" in c.value for c in app.code)
+    # a run that failed cannot be probed: every probe would fail the same way, and the tab says so
+    assert any("ended in an error (eager)" in i.value for i in app.info) and not any(b.key.startswith("probe_start") for b in app.button)
     app.text_area(key="source").input(PROGRAM).run()
     run_check(app)
     assert app.status[0].state == "complete" and not banner(app).startswith("**Verdict: ERROR**")
+
+
+def test_a_syntax_error_keeps_its_caret_under_the_line(app: AppTest):
+    app.text_area(key="source").input("import torch\ndef fn(x):\n    return x +* 2\ninputs = (torch.ones(2),)\n").run()
+    run_check(app)
+    assert banner(app) == "**Verdict: ERROR** — error (snippet): syntax error in snippet.py, line 3: invalid syntax"  # one line
+    assert any(c.value.endswith("return x +* 2\n                  ^") for c in app.code)  # the caret in its own block
 
 
 def test_each_session_lists_its_own_runs_and_keeps_them_across_a_reload(divergence_home: Path):
@@ -271,6 +283,7 @@ def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tup
     at.run()
     assert not at.exception and not at.status  # nothing ran
     assert banner(at).startswith(f"**Verdict: {result.verdict.value.upper()}**")
+    assert at.session_state["source"] == BIG and at.session_state["name"] == "big softmax"  # the link brings its program
     assert any(m.value == "### big softmax" for m in at.markdown)
     assert sorted(p.name for p in (divergence_home / "runs").iterdir()) == before
     # and from the sidebar of a session that is showing something else (it was not this session's run)

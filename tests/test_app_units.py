@@ -206,8 +206,24 @@ def test_serve_binds_to_localhost_unless_told(monkeypatch: pytest.MonkeyPatch):
     command = serve_command(args)
     assert command[1:4] == ["-m", "streamlit", "run"] and command[4].endswith("app/main.py")
     assert command[command.index("--server.address") + 1] == "127.0.0.1" and "--server.port" not in command
+    assert command[command.index("--client.toolbarMode") + 1] == "minimal"  # no Deploy button for the app's users
     monkeypatch.setenv("STREAMLIT_SERVER_ADDRESS", "0.0.0.0")
     command = serve_command(build_parser().parse_args(["serve", "--port", "9000"]))
     assert command[command.index("--server.address") + 1] == "0.0.0.0" and command[command.index("--server.port") + 1] == "9000"
     command = serve_command(argparse.Namespace(address="::1", port=None, streamlit_args=["--", "--theme.base", "dark"]))
     assert command[-2:] == ["--theme.base", "dark"]
+
+
+def test_localize_shows_done_steps_ticked_and_only_the_last_running():
+    from app.localize_tab import steps_line
+
+    assert steps_line(["ablation", "bisect", "intermediates"], 6) == "✓ ablation ladder (6/6 rungs) · ✓ CompilerBisector · **▶ first diverging intermediate**"
+    assert steps_line(["ablation"], 2) == "**▶ ablation ladder (2/6 rungs)**"
+
+
+def test_ulp_histogram_axis_starts_below_one_element_and_ticks_by_decade():
+    import math
+
+    fig = hm.ulp_histogram(np.array([0.0, 0.0, 0.0, 1.0, 7.0]))
+    assert fig.layout.yaxis.range[0] < 0 == math.log10(1) and fig.layout.yaxis.dtick == 1  # a one-element bin is a visible bar
+    assert fig.layout.xaxis.automargin and fig.layout.yaxis.automargin  # the axis title clears the tick labels

@@ -151,6 +151,8 @@ def serve_command(args: argparse.Namespace) -> list[str]:
         command += ["--server.headless", "true"]  # no browser to open on a server; the URL is printed instead
     if "STREAMLIT_BROWSER_GATHER_USAGE_STATS" not in os.environ:
         command += ["--browser.gatherUsageStats", "false"]
+    if "STREAMLIT_CLIENT_TOOLBAR_MODE" not in os.environ:
+        command += ["--client.toolbarMode", "minimal"]  # no "Deploy" button or developer menu for the app's users
     return command + [a for a in args.streamlit_args if a != "--"]
 
 
