@@ -38,6 +38,7 @@ _ALIGN_GUTTER = """<script>
 const fix = () => window.parent.document.querySelectorAll("iframe[title*='code_editor']").forEach(f => {
   try {
     f.contentDocument.querySelectorAll(".ace_scroller").forEach(s => {
+      if (s.scrollTop) s.scrollTop = 0;  // a paste before the listener below was there
       if (s.dxAligned) return;
       s.dxAligned = true;
       s.addEventListener("scroll", () => { if (s.scrollTop) s.scrollTop = 0; });

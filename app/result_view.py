@@ -97,7 +97,10 @@ def header(record: RunRecord) -> None:
 
 def _other_program(record: RunRecord, source: str) -> None:
     left, right = st.columns([3, 1], vertical_alignment="center")
-    left.caption("The editor above holds another program than this run's (its program is in the Program tab).")
+    left.caption(
+        "The editor above is empty; this run's program is in the Program tab." if not st.session_state.get("source")
+        else "The editor above holds another program than this run's (its program is in the Program tab)."
+    )
     right.button("Load this run's program", key=f"reload_top:{record.id}", on_click=load_snippet, args=(source, record), width="stretch")
 
 
