@@ -422,7 +422,7 @@ def writer_link(writer: Writer, linked: bool) -> None:
     left, right = st.columns([3, 1], vertical_alignment="center")
     left.caption(text)
     with right:
-        st.iframe(_LINK.replace("__KEY__", json.dumps(writer.key)), height=40)
+        st.iframe(_LINK.replace("__KEY__", json.dumps(writer.key)), height=36)
 
 
 def _line_range(lines: Sequence[int]) -> str:
@@ -439,7 +439,7 @@ def _line_range(lines: Sequence[int]) -> str:
 # the button switches the page to the Generated code tab (the page's own tab button, same origin) and tells
 # the source <-> kernel view there which kernel to select: no rerun of the page
 _LINK = r"""<!doctype html><html><body style="margin:0">
-<button id="go" data-testid="dx-show-kernel" style="font:13px ui-sans-serif,system-ui,sans-serif;padding:5px 10px;border:1px solid #d0d7de;border-radius:6px;background:#fff;cursor:pointer;width:100%">Show it in Generated code</button>
+<button id="go" data-testid="dx-show-kernel" style="font:13px ui-sans-serif,system-ui,sans-serif;padding:5px 10px;border:1px solid #d0d7de;border-radius:6px;background:#fff;cursor:pointer;width:100%;white-space:nowrap;overflow:hidden;text-overflow:ellipsis" title="Show this kernel in the Generated code tab">Show the kernel</button>
 <script>
 document.getElementById("go").onclick = () => {
   const doc = window.parent.document, key = __KEY__;
