@@ -298,7 +298,7 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
     metrics = hm.available_metrics(arrays) if full else hm.summary_metrics(summary)
     heatmap_section(record, leaf, arrays, summary, shape, metrics)
     # one above the other: side by side at 1024 px the table's seven numeric columns were cut ("2.17e")
-    if "histogram" in summary or "ulp" in arrays or (full and metrics and hm.Metric.ULP in metrics):
+    if "histogram" in summary or "ulp" in arrays or (full and hm.Metric.ULP in metrics):
         st.plotly_chart(_histogram(record.run_dir, leaf.name, leaf.dtype), key=f"hist:{record.id}:{leaf.name}", theme=None)
     metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", metrics[0])
     worst_table(_worst(record.run_dir, leaf.name, hm.Metric(metric).value, leaf.dtype), hm.Metric(metric))
