@@ -229,6 +229,8 @@ def intermediates_status(i: Any) -> None:
             "an extra output changes how Inductor fuses the graph, and here that change removes the divergence, so this step "
             "cannot point at a node. The ablation ladder and the bisector above still localize the layer and the lowering."
         )
+    elif i.status == "none-diverges":
+        st.warning(f"**No first diverging node: every intermediate matches, yet the output still diverges.** {text}")
     else:
         st.info(f"**{i.status}** — {text}")
 

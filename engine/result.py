@@ -107,6 +107,21 @@ class SeedOutcome:
 
 
 @dataclass(frozen=True)
+class ScalarRounding:
+    """eager rounded `value` to `rounded` (the dtype's nearest) when it passed it to `op` as `argument`.
+
+    Found by asking eager (engine.child.faithful), not from a table: it differs by op and device. The check
+    stores them so that a standalone repro's fp64 reference can round the same scalars without asking again.
+    """
+
+    op: str  # e.g. "aten.fmod.Scalar"
+    argument: str  # the schema's argument name, e.g. "other"
+    value: float
+    rounded: float
+    dtype: str  # "bfloat16" or "float16"
+
+
+@dataclass(frozen=True)
 class CheckResult:
     verdict: Verdict
     explanation: str
@@ -123,6 +138,7 @@ class CheckResult:
     output_tail: str = ""
     run_dir: str | None = None
     triton_cpu: str | None = None  # subfolder of run_dir holding the Triton-on-CPU pass, when one ran
+    scalar_roundings: tuple[ScalarRounding, ...] = ()  # what the faithful fp64 reference rounded as eager does, once each
 
     def load_triton_cpu(self) -> "CheckResult | None":
         """The Triton-on-CPU pass beside this check (interpreted Triton, not GPU Triton), if it ran."""
@@ -256,5 +272,6 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
         "code": lambda raw: _from_jsonable(GeneratedCode, raw),
         "seeds": lambda raw: tuple(_from_jsonable(SeedOutcome, s) for s in raw),
         "notes": tuple,
+        "scalar_roundings": lambda raw: tuple(_from_jsonable(ScalarRounding, r) for r in raw),
     },
 }

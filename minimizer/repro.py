@@ -23,11 +23,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from engine import CheckOptions, SnippetStyle, detect_style
+from engine.result import ScalarRounding
 
-# Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, BACKWARD, COMPILE_KWARGS) come before it.
+# Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, BACKWARD, COMPILE_KWARGS, ROUNDED_SCALARS) come before it.
 HELPERS = '''
 def _map(obj, f):
     if isinstance(obj, torch.Tensor):
@@ -121,6 +122,22 @@ def _same(a, b):
     return bool(((a == b) | (a != a) & (b != b)).all()) if a.is_floating_point() else torch.equal(a, b)
 
 
+class _RoundScalars(torch.utils._python_dispatch.TorchDispatchMode):
+    """In the fp64 run, the Python scalars of ROUNDED_SCALARS rounded to the dtype eager rounds them to."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        args, kwargs = list(args), dict(kwargs or {})
+        for i, arg in enumerate(func._schema.arguments):
+            dtype = ROUNDED_SCALARS.get((str(func), arg.name))
+            if dtype is None:
+                continue
+            if i < len(args) and not arg.kwarg_only and isinstance(args[i], float):
+                args[i] = float(torch.tensor(args[i], dtype=dtype))
+            elif isinstance(kwargs.get(arg.name), float):
+                kwargs[arg.name] = float(torch.tensor(kwargs[arg.name], dtype=dtype))
+        return func(*args, **kwargs)
+
+
 def _reference(call, args, kwargs, seed):
     """The same call with the module and the floating inputs in float64; empty when an op has no float64 kernel."""
     try:
@@ -129,6 +146,9 @@ def _reference(call, args, kwargs, seed):
             copied = copy.deepcopy(module).double()
             call = copied if call is module else types.MethodType(call.__func__, copied)
             module = copied
+        if ROUNDED_SCALARS:
+            with _RoundScalars():
+                return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False)[0]
         return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False)[0]
     except Exception as exc:
         print(f"(no fp64 reference: {type(exc).__name__}: {exc})")
@@ -283,8 +303,12 @@ class Verification:
     output: str
 
 
-def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
-    """A standalone script around the program, for fn + inputs, KernelBench and verbatim-repro programs."""
+def emit(program: str, options: CheckOptions, seed: int = 0, roundings: Sequence[ScalarRounding] = ()) -> str:
+    """A standalone script around the program, for fn + inputs, KernelBench and verbatim-repro programs.
+
+    `roundings` (the original check's `scalar_roundings`) become ROUNDED_SCALARS: per op and argument, the dtype
+    eager rounds a Python scalar to. Keyed without the value, so a float the minimizer shortened still rounds.
+    """
     try:
         style = detect_style(program)
     except Exception as exc:  # SnippetError: the program fits no style
@@ -293,8 +317,9 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
     head = (
         f'"""Minimized by Divergence Explorer: torch.compile diverges from eager. Exits 1 while the bug is present."""\n'
         + future
-        + "import copy\nimport random\nimport sys\nimport types\n\nimport torch\n\n"
+        + "import copy\nimport random\nimport sys\nimport types\n\nimport torch\nimport torch.utils._python_dispatch\n\n"
         + _constants(options, seed, style, program)
+        + _rounded_scalars(roundings)
         + "".join(f"torch._inductor.config.{k} = {v!r}\n" for k, v in sorted(options.inductor_config.items()))
     )
     if style is SnippetStyle.REPRO:
@@ -330,6 +355,16 @@ def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: s
         f"FACTOR = {options.benign_factor!r}  # compiled may be this many times further from fp64 than eager before it counts\n"
         f"BACKWARD = {backward}  # also compare the gradients of inputs and parameters\n"
         f"COMPILE_KWARGS = {kwargs}\n"
+    )
+
+
+def _rounded_scalars(roundings: Sequence[ScalarRounding]) -> str:
+    entries = {(r.op, r.argument): r.dtype for r in roundings}
+    body = "".join(f"    ({op!r}, {argument!r}): torch.{dtype},\n" for (op, argument), dtype in sorted(entries.items()))
+    return (
+        "# Python scalars eager rounds to a low-precision operand's dtype (asked of eager by the check, per op and argument):\n"
+        "# the fp64 reference rounds them too, or it is not the program eager runs\n"
+        + ("ROUNDED_SCALARS = {\n" + body + "}\n" if body else "ROUNDED_SCALARS = {}\n")
     )
 
 

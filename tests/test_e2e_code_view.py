@@ -175,8 +175,9 @@ def test_localize_answers_on_the_interpolate_conv_pool_backward_case(server: str
         steps.get_by_role("button", name=f"Remove {label}").first.click()
     page.get_by_role("button", name="Localize", exact=True).click()
     expect(page.get_by_role("heading", name="First diverging node")).to_be_visible(timeout=400_000)
-    # on torch 2.13 the exposed intermediates change the backward's fusion and the divergence goes: said as a warning
-    answer = page.get_by_text(re.compile(r"No first diverging node: with every intermediate exposed|first diverging intermediate: "))
+    # on torch 2.13 no node of the two graphs diverges (whether the exposed outputs keep the divergence varies by
+    # machine): either way a warning says why no node is named
+    answer = page.get_by_text(re.compile(r"No first diverging node: (with every intermediate exposed|every intermediate matches)|first diverging intermediate: "))
     expect(answer.first).to_be_visible(timeout=30_000)
     assert page.get_by_text("could not run").count() == 0
     assert page.get_by_text("mismatch in length of strides and shape").count() == 0

@@ -67,3 +67,35 @@ def test_verbatim_and_kernelbench_programs_run_as_standalone_repros(tmp_path: Pa
     verbatim, model = (r.result() for r in runs)
     assert verbatim.reproduces and "DIVERGENT call0: out: infinity pattern differs" in verbatim.output, verbatim.output
     assert model.reproduces and "DIVERGENT out: compiled is further from the fp64 reference than eager" in model.output, model.output
+
+
+SCALAR_REMAINDER = """import torch
+
+
+def fn(x):
+    return torch.remainder(x, 1.7)
+
+
+def inputs():
+    x = torch.randn(64) * 3
+    x[:2] = torch.tensor([15.3125, -15.3125])  # between 9 x 1.7 and 9 x bf16(1.7): a period apart
+    return (x.to(torch.bfloat16),)
+"""
+
+
+@pytest.mark.slow
+def test_a_scalar_eager_rounds_reproduces_only_against_a_reference_that_rounds_it_too(tmp_path: Path) -> None:
+    # remainder(x_bf16, 1.7): compiled keeps 1.7, eager divides by 1.703125, so compiled is *closer* to a plain fp64
+    # run; the repro's fp64 run must round the scalar as the check found eager does, or it calls the bug noise
+    from engine import CheckOptions
+    from engine.result import ScalarRounding
+
+    rounding = ScalarRounding("aten.remainder.Scalar", "other", 1.7, 1.703125, "bfloat16")
+    script = emit(SCALAR_REMAINDER, CheckOptions(device="cpu"), seed=0)
+    rounded = emit(SCALAR_REMAINDER, CheckOptions(device="cpu"), seed=0, roundings=[rounding])
+    assert "ROUNDED_SCALARS = {}" in script and "('aten.remainder.Scalar', 'other'): torch.bfloat16" in rounded
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(verify, s, None, 300, tmp_path / name) for name, s in (("plain", script), ("rounded", rounded))]
+    plain, faithful = (r.result() for r in runs)
+    assert not plain.reproduces, plain.output
+    assert faithful.reproduces and "DIVERGENT out: compiled is further from the fp64 reference" in faithful.output, faithful.output

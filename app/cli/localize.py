@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.options import BACKENDS, CheckOptions, OptionsError
+from engine.options import BACKENDS, CAST_DTYPES, CheckOptions, OptionsError
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -16,6 +16,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"))
     parser.add_argument("--backend", choices=BACKENDS)
     parser.add_argument("--seed", type=int, default=0, help="first seed (stored with each result, so failures replay)")
+    parser.add_argument("--dtype", choices=CAST_DTYPES, help="cast the model and floating inputs")
+    parser.add_argument("--backward", action="store_true", help="also compare gradients of inputs and parameters")
     parser.add_argument("--strict", action="store_true")
     parser.add_argument("--timeout", type=float, default=CheckOptions.timeout_s)
     parser.add_argument("--out", type=Path, help="directory for the runs and the report (default: under the data directory)")
@@ -40,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"divergence: no such file: {args.file}", file=sys.stderr)
         return 2
     try:
-        options = CheckOptions(device=args.device, backend=args.backend, seed=args.seed, strict=args.strict, timeout_s=args.timeout)
+        options = CheckOptions(device=args.device, backend=args.backend, seed=args.seed, strict=args.strict, timeout_s=args.timeout,
+                               dtype=args.dtype, backward=args.backward)
     except OptionsError as exc:
         print(f"divergence: {exc}", file=sys.stderr)
         return 2

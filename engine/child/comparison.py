@@ -23,7 +23,7 @@ from engine.judge.metrics import LOW_PRECISION, Operands, bitwise_equal, operand
 from engine.judge.summary import summarize
 from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict
 from engine.judge.witness import FaithfulReference
-from engine.result import LeafResult
+from engine.result import LeafResult, ScalarRounding
 
 
 class StageError(BaseException):
@@ -85,6 +85,7 @@ class CallOutcome:
     arrays: dict[str, StoredLeaf]  # by leaf name
     low_precision: bool
     drew_random: bool = False  # eager's call advanced the default generator: the program draws random numbers
+    roundings: tuple[ScalarRounding, ...] = ()  # the Python scalars the faithful fp64 reference rounded as eager does
 
 
 def rng_states() -> list[torch.Tensor]:
@@ -181,6 +182,7 @@ def compare_call(
 
     settings.emit("comparing")
     builder = build(ref)
+    roundings: tuple[ScalarRounding, ...] = ()
     if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
         # values differ: is the plain reference the program eager ran? (its scalar roundings, its random draws)
         settings.emit("faithful reference")
@@ -198,7 +200,8 @@ def compare_call(
                 plain = {l.name: (l.eager_ref_rms, l.eager_ref_max) for l in builder.leaves}
                 settings.emit("comparing")
                 builder = build(faithful_ref, trace.describe(), plain)
-    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random), c_out
+                roundings = tuple(trace.roundings)
+    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings), c_out
 
 
 @dataclass

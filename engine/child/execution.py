@@ -26,7 +26,7 @@ from engine.judge import oracle
 from engine.judge.metrics import host_array
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, worst
 from engine.options import CheckOptions
-from engine.result import TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, SeedOutcome
+from engine.result import TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, ScalarRounding, SeedOutcome
 from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
 
 _CAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -134,6 +134,7 @@ def run_check(
         stage_seconds=run.stage_seconds,
         peak_rss_mb=peak_rss_mb(),
         run_dir=str(run_dir),
+        scalar_roundings=_scalar_roundings(outcomes),
     )
     run.guard_fork()
     result.save(run_dir)
@@ -350,6 +351,16 @@ class _CheckedCallable:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_compiled"], name)
+
+
+def _scalar_roundings(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[ScalarRounding, ...]:
+    """Each (op, argument, value, dtype) the faithful reference rounded, once, in the order first met."""
+    seen: dict[tuple[str, str, float, str], ScalarRounding] = {}
+    for _, calls in outcomes:
+        for call in calls:
+            for r in call.roundings:
+                seen.setdefault((r.op, r.argument, r.value, r.dtype), r)
+    return tuple(seen.values())
 
 
 def merge_outcomes(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[str, StoredLeaf], bool]:

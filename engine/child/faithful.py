@@ -37,21 +37,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from engine.judge.metrics import LOW_PRECISION, bitwise_equal
+from engine.result import ScalarRounding as Rounding
 
 _SCALAR_TYPES = {"Tensor", "number", "Optional[number]", "float", "Optional[float]"}
 EXPECTED_FLIPS = 8  # differences that not rounding would have to show on an op's own operands (P(none) ~ e^-8)
 Key = tuple[str, str, float]  # (op, argument name, the scalar as eager received it)
-
-
-@dataclass(frozen=True)
-class Rounding:
-    """eager rounded `value` to `rounded` (the dtype's nearest) when it passed it to `op` as `argument`."""
-
-    op: str
-    argument: str
-    value: float
-    rounded: float
-    dtype: str
 
 
 @dataclass

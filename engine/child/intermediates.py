@@ -124,7 +124,11 @@ def _localize(run: Run, targets: set[str]) -> IntermediatesReport:
     if not diffs:
         where = "every intermediate matches the eager run of the same ATen graph"
         why = (
-            "; the divergence arises before Inductor (Dynamo capture, AOTAutograd or decompositions): see the ablation ladder"
+            # a claim this step cannot prove: the ladder can (aot_eager_decomp_partition right and inductor wrong puts
+            # it in Inductor even when no single node's values are at fault, e.g. in what one graph hands the next)
+            ", yet the output still diverges: no single node's values are at fault. The divergence arises before Inductor "
+            "(Dynamo capture, AOTAutograd, decompositions) or between compiled graphs (what one hands the next); the "
+            "ablation ladder tells which"
             if reproduced
             else "; with every intermediate exposed the output no longer diverges (the extra outputs changed fusion)"
         )
