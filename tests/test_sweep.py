@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from app.sweep.corpus import CorpusError, find_programs
 from app.sweep.local_pool import LocalPool
 from app.sweep.matrix import MatrixError, cells, parse_axis
-from app.sweep.state import STATE_FILE
+from app.sweep.state import STATE_FILE, SweepState
 from app.sweep.sweep import SweepConfig, plan, run_sweep
 from engine import Runner
 from engine.runner import descendants
@@ -83,6 +83,20 @@ def _done(state: Path) -> dict[str, tuple[str, str]]:
         return {k: (d, v) for k, d, v in conn.execute("SELECT key, run_dir, verdict FROM jobs WHERE status = 'done'")}
     finally:
         conn.close()
+
+
+def test_a_state_file_appears_with_its_tables(tmp_path: Path) -> None:
+    # a reader polling the directory (the Sweeps page, a test) once opened the file before its tables existed
+    (tmp_path / (STATE_FILE + ".new")).write_text("left by a sweep killed while it made its state file")
+    state = SweepState(tmp_path, lock=True)
+    try:
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", STATE_FILE]
+        conn = sqlite3.connect(tmp_path / STATE_FILE)
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert tables == {"meta", "jobs", "bugs"} and conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        conn.close()
+    finally:
+        state.close()
 
 
 @pytest.mark.slow

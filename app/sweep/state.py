@@ -150,14 +150,24 @@ class SweepState:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
             self._lock_fd = fd
-            conn = self._connect()
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")  # the app reads while the sweep writes
-                conn.executescript(_SCHEMA)
-            finally:
-                conn.close()
+            if not self.path.exists():
+                self._create()
         elif not self.path.exists():
             raise FileNotFoundError(f"no sweep in {self.dir} (no {STATE_FILE})")
+
+    def _create(self) -> None:
+        """Make the state file whole before it appears: its tables are created under a temporary name, then
+        renamed into place, so that a reader (the app's Sweeps page, `divergence sweep --report`) never opens
+        a state file without them."""
+        fresh = self.path.with_name(STATE_FILE + ".new")
+        fresh.unlink(missing_ok=True)  # left by a sweep killed right here
+        conn = sqlite3.connect(fresh)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")  # the app reads while the sweep writes; kept in the file's header
+            conn.executescript(_SCHEMA)
+        finally:
+            conn.close()  # the last connection's close folds the WAL back in: nothing beside the file to rename
+        os.replace(fresh, self.path)
 
     def close(self) -> None:
         if self._lock_fd is not None:
