@@ -429,11 +429,11 @@ def _heatmap_figure(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Me
     # a full-resolution map has nothing to click, so a drag selects a region. (Streamlit turns click
     # selection off while the drag mode is "select".)
     _layout(fig, spec, title, pooled, dragmode="zoom" if pooled.pooled else "select")
-    if pooled.pooled:
-        # the map's own extent: autorange would pad it for the (invisible) markers
-        (gh, gw), (by, bx) = pooled.value.shape, pooled.block
-        fig.update_xaxes(range=[-bx / 2, (gw - 0.5) * bx], autorange=False)
-        fig.update_yaxes(range=[(gh - 0.5) * by, -by / 2], autorange=False)
+    # the map's own extent: autorange would pad a pooled map for its (invisible) markers, and a map with no
+    # differing element (all NaN, grey) has no data to range on, so plotly's empty default (-1..6) showed
+    (gh, gw), (by, bx) = pooled.value.shape, pooled.block
+    fig.update_xaxes(range=[-bx / 2, (gw - 0.5) * bx], autorange=False)
+    fig.update_yaxes(range=[(gh - 0.5) * by, -by / 2], autorange=False)
     return HeatmapView(fig, pooled, scale, spec)
 
 

@@ -67,6 +67,13 @@ def test_bit_identical_cells_are_nan_and_tiny_errors_are_not():
     assert np.isnan(z[0, 0]) and z[0, 1] == scale.zmin and scale.zmin <= z[0, 3] <= scale.zmax
 
 
+def test_a_bit_identical_map_spans_its_own_elements():
+    eager = np.arange(32, dtype=np.float32).reshape(8, 4)
+    view = hm.heatmap({"eager": eager, "compiled": eager.copy()}, hm.Metric.ABS, hm.default_spec((8, 4)), dtype="torch.float32")
+    layout = view.figure.layout  # all grey (no value to range on): not plotly's empty -1..6, and row 0 on top
+    assert tuple(layout.xaxis.range) == (-0.5, 3.5) and tuple(layout.yaxis.range) == (7.5, -0.5)
+
+
 def test_one_sided_nan_is_the_worst_element():
     eager = np.array([1.0, 2.0, 3.0], dtype=np.float32)
     compiled = np.array([1.0, np.nan, 3.5], dtype=np.float32)
