@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import warnings
 from typing import Callable, TypeVar, cast
 
 N = TypeVar("N", bound=ast.AST)
@@ -19,7 +20,9 @@ STATEMENT_FIELDS = ("body", "orelse", "finalbody")
 
 def parse(source: str) -> ast.Module | None:
     try:
-        return ast.parse(source)
+        with warnings.catch_warnings():  # shrinkray's byte-level edits make things like `1e` or `0x`: no stderr line each
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return ast.parse(source)
     except (SyntaxError, ValueError):
         return None
 
