@@ -121,11 +121,10 @@ def minimize(
         note("stopped: the best candidate so far, not re-checked and without a verified repro")
         return _stopped(source, final, signature, problem, stats, oracle, started, options, notes)
     run_options = oracle.candidate_options  # the switches the signature was established with go into the repro
-    roundings = oracle.baseline.scalar_roundings if oracle.baseline is not None else ()  # the repro's fp64 run rounds them too
 
     def check_repro(program: str) -> tuple[str | None, Verification | None]:
         try:
-            script = emit(program, run_options, seed=options.seed, roundings=roundings)
+            script = emit(program, run_options, seed=options.seed, roundings=oracle.scalar_roundings)
         except ReproError as exc:
             note(f"no generated harness: {exc}")
             return None, None
@@ -226,8 +225,7 @@ def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None,
 def _stopped(source: str, final: str, signature: Signature, problem: Problem, stats: ReduceStats, oracle: DivergenceOracle,
              started: float, options: CheckOptions, notes: list[str]) -> MinimizeResult:
     try:
-        roundings = oracle.baseline.scalar_roundings if oracle.baseline is not None else ()
-        repro: str | None = emit(final, oracle.candidate_options, seed=options.seed, roundings=roundings)  # emitting runs nothing
+        repro: str | None = emit(final, oracle.candidate_options, seed=options.seed, roundings=oracle.scalar_roundings)  # emitting runs nothing
     except ReproError:
         repro = final
     return MinimizeResult(
