@@ -71,7 +71,9 @@ def ablation_line(rows: tuple[AblationRow, ...]) -> str:
 def title(program_ops: tuple[str, ...], signature: Signature, result: CheckResult) -> str:
     """Torch ops only, read from the minimized program's own Dynamo graph (never a constructor or a dunder)."""
     device = result.environment.get("device", result.options.device or "cpu")
-    ops = ", ".join(f"`{o}`" for o in program_ops[:3]) or "this program"
+    # the op where the divergence starts leads, when the program calls it by that name (remainder, acosh)
+    start = (signature.first_op or "").removeprefix("aten.").split(".")[0]
+    ops = ", ".join(f"`{o}`" for o in sorted(program_ops, key=lambda o: o != start)[:3]) or "this program"
     what = ", ".join(sorted(s.value for s in signature.symptoms))
     return f"[inductor][{device}] {ops} gives a different result under torch.compile than eager ({what})"
 

@@ -154,3 +154,13 @@ def test_the_graph_tells_eval_mode_from_training_mode() -> None:
     evaluating, training = read_graphs([graph.format(training=False)]), read_graphs([graph.format(training=True)])
     assert not evaluating.training_ops and not evaluating.random_ops and evaluating.ops == ("floor_divide", "dropout")
     assert training.training_ops == {"dropout"} and training.random_ops == {"dropout"}
+
+
+def test_the_title_leads_with_the_op_where_the_divergence_starts():
+    from minimizer.report import title
+
+    result = CheckResult(verdict=Verdict.DIVERGENT, explanation="", options=CheckOptions(device="cpu"))
+    starts = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE}), first_op="aten.remainder.Scalar")
+    ops = ("abs", "amax", "add", "layer_norm", "remainder")
+    assert title(ops, starts, result) == "[inductor][cpu] `remainder`, `abs`, `amax` gives a different result under torch.compile than eager (value)"
+    assert "`abs`, `amax`, `add`" in title(ops, Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE})), result)
