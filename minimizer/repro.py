@@ -146,10 +146,8 @@ def _reference(call, args, kwargs, seed):
             copied = copy.deepcopy(module).double()
             call = copied if call is module else types.MethodType(call.__func__, copied)
             module = copied
-        if ROUNDED_SCALARS:
-            with _RoundScalars():
-                return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False)[0]
-        return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False)[0]
+        with _RoundScalars() if ROUNDED_SCALARS else contextlib.nullcontext():  # no dispatch mode where nothing rounds
+            return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False)[0]
     except Exception as exc:
         print(f"(no fp64 reference: {type(exc).__name__}: {exc})")
         return {}
@@ -317,7 +315,7 @@ def emit(program: str, options: CheckOptions, seed: int = 0, roundings: Sequence
     head = (
         f'"""Minimized by Divergence Explorer: torch.compile diverges from eager. Exits 1 while the bug is present."""\n'
         + future
-        + "import copy\nimport random\nimport sys\nimport types\n\nimport torch\nimport torch.utils._python_dispatch\n\n"
+        + "import contextlib\nimport copy\nimport random\nimport sys\nimport types\n\nimport torch\nimport torch.utils._python_dispatch\n\n"
         + _constants(options, seed, style, program)
         + _rounded_scalars(roundings)
         + "".join(f"torch._inductor.config.{k} = {v!r}\n" for k, v in sorted(options.inductor_config.items()))

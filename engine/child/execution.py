@@ -354,13 +354,8 @@ class _CheckedCallable:
 
 
 def _scalar_roundings(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[ScalarRounding, ...]:
-    """Each (op, argument, value, dtype) the faithful reference rounded, once, in the order first met."""
-    seen: dict[tuple[str, str, float, str], ScalarRounding] = {}
-    for _, calls in outcomes:
-        for call in calls:
-            for r in call.roundings:
-                seen.setdefault((r.op, r.argument, r.value, r.dtype), r)
-    return tuple(seen.values())
+    """Each rounding the faithful reference made, once (frozen, so equal roundings are one key), in the order first met."""
+    return tuple(dict.fromkeys(r for _, calls in outcomes for call in calls for r in call.roundings))
 
 
 def merge_outcomes(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[str, StoredLeaf], bool]:
