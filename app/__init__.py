@@ -1,7 +1,11 @@
-"""The Streamlit web app (`divergence serve`).
+"""Divergence Explorer's front ends, each in its own room, above the minimizer and the engine.
 
-It talks to the engine through `engine`'s public API (plus `engine.paths.home()` for the data directory,
-and `engine.api.with_triton_cpu_pass` / `engine.protocol.TRITON_CPU_WORKER_ENV` for the Triton-on-CPU pass) and
-to the minimizer through `minimizer.minimize.minimize` and its checkpoint helpers; user code runs only in
-the engine's worker processes (and repro.py in a fresh interpreter), never in the Streamlit process.
+- `web/`: the Streamlit web app (`divergence serve`).
+- `cli/`: the `divergence` command line.
+- `sweep/`: `divergence sweep` and the web app's Sweeps page draw on it: a corpus of programs times a matrix of
+  check options.
+- `store.py` (the runs kept in SQLite, shared by the web app and the sweep) and `gallery.py` (the sample
+  cases) lie under all three.
+
+import-linter holds these layers (pyproject.toml).
 """

@@ -1,34 +1,61 @@
-"""The sample cases offered in the app's gallery, read from sample_cases/<slug>.toml (never executed here)."""
+"""The sample cases: each `sample_cases/<slug>.py` program with a `<slug>.toml` of metadata beside it.
+
+The one loader of the gallery, for the web app's gallery, the gallery's tests and the benchmarks. Reading a
+case never runs its code, so the web app can list the gallery safely; an unreadable case is reported as a
+problem line, not raised, so one bad file never empties the gallery.
+"""
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from engine import CheckOptions, OptionsError
+from engine import CheckOptions, OptionsError, Verdict
 
+KINDS = ("real-bug", "benign", "precision-cast", "rng", "teaching")
+REQUIRED = ("title", "summary", "category", "kind", "explanation", "expected_cpu", "expected_cuda")
 SUMMARY_CHARS = 160
 
 
+class CaseError(ValueError):
+    """A case's metadata is missing or malformed."""
+
+
 @dataclass(frozen=True)
-class Case:
+class Variant:
+    """The same case under other options, with its own expectations."""
+
+    options: CheckOptions
+    settings: Mapping[str, Any]  # the variant's own [options] as written, for labels
+    expected_cpu: Verdict
+    expected_cuda: Verdict
+    expected_cpu_torch: str | None = None  # see SampleCase
+    expected_cuda_torch: str | None = None
+
+
+@dataclass(frozen=True)
+class SampleCase:
     slug: str
+    path: Path
     title: str
     summary: str
     category: str
     kind: str
     explanation: str
-    path: Path
-    expected_cpu: str | None = None
-    expected_cuda: str | None = None
+    expected_cpu: Verdict
+    expected_cuda: Verdict
+    options: CheckOptions
+    settings: Mapping[str, Any]  # the case's [options] as written, for labels
+    variants: tuple[Variant, ...] = ()
+    # the torch version (major.minor) each expectation was measured on; None: never measured, a hypothesis
+    expected_cpu_torch: str | None = None
+    expected_cuda_torch: str | None = None
     upstream: str | None = None
     cuda_only: bool = False
     slow: bool = False
-    options: Mapping[str, Any] = field(default_factory=dict)
-    variants: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def one_line(self) -> str:
@@ -38,54 +65,102 @@ class Case:
     def source(self) -> str:
         return self.path.read_text()
 
-    def check_options(self) -> CheckOptions:
-        """The case's default run; raises OptionsError for a key CheckOptions does not know."""
-        return CheckOptions.from_json(dict(self.options))
 
-
-def default_dir() -> Path:
+def default_directory() -> Path:
     configured = os.environ.get("DIVERGENCE_CASES")
     return Path(configured) if configured else Path(__file__).resolve().parent.parent / "sample_cases"
 
 
-def load_cases(directory: Path | None = None) -> tuple[tuple[Case, ...], tuple[str, ...]]:
-    """Every case with both files, sorted by category then title, and one problem line per unreadable toml."""
-    directory = directory or default_dir()
-    cases: list[Case] = []
+def load_cases(directory: Path | None = None) -> tuple[tuple[SampleCase, ...], tuple[str, ...]]:
+    """Every readable case, sorted by category then title, and one problem line per case that is not."""
+    directory = directory or default_directory()
+    cases: list[SampleCase] = []
     problems: list[str] = []
     for meta in sorted(directory.glob("*.toml")):
-        snippet = meta.with_suffix(".py")
-        if not snippet.exists():
-            problems.append(f"{meta.name}: no {snippet.name} beside it")
-            continue
         try:
-            data = tomllib.loads(meta.read_text())
-            cases.append(_case(meta.stem, snippet, data))
-        except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OSError) as exc:
-            problems.append(f"{meta.name}: {exc}")
+            cases.append(load_case(meta))
+        except CaseError as exc:
+            problems.append(str(exc))
     cases.sort(key=lambda c: (c.category, c.title))
     return tuple(cases), tuple(problems)
 
 
-def _case(slug: str, path: Path, data: Mapping[str, Any]) -> Case:
-    options = dict(data.get("options", {}))
+def load_case(toml_path: Path) -> SampleCase:
+    snippet = toml_path.with_suffix(".py")
+    if not snippet.exists():
+        raise CaseError(f"{toml_path.name}: no {snippet.name} beside it")
     try:
-        CheckOptions.from_json(options)
-    except (OptionsError, TypeError) as exc:
-        raise ValueError(f"[options]: {exc}") from None
-    return Case(
-        slug=slug,
+        data = tomllib.loads(toml_path.read_text())
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        raise CaseError(f"{toml_path.name}: {exc}") from None
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise CaseError(f"{toml_path.name}: missing {', '.join(missing)}")
+    if data["kind"] not in KINDS:
+        raise CaseError(f"{toml_path.name}: kind must be one of {', '.join(KINDS)}")
+    settings = dict(data.get("options", {}))
+    variants = tuple(
+        Variant(
+            _options(toml_path, _merged(settings, dict(v.get("options", {})))),
+            dict(v.get("options", {})),
+            _verdict(toml_path, v.get("expected_cpu", data["expected_cpu"])),
+            _verdict(toml_path, v.get("expected_cuda", data["expected_cuda"])),
+            _torch_version(toml_path, v.get("expected_cpu_torch", data.get("expected_cpu_torch"))),
+            _torch_version(toml_path, v.get("expected_cuda_torch", data.get("expected_cuda_torch"))),
+        )
+        for v in data.get("variants", [])
+    )
+    return SampleCase(
+        slug=toml_path.stem,
+        path=snippet,
         title=str(data["title"]),
-        summary=str(data.get("summary", "")),
-        category=str(data.get("category", "Uncategorised")),
-        kind=str(data.get("kind", "")),
-        explanation=str(data.get("explanation", "")),
-        path=path,
-        expected_cpu=data.get("expected_cpu"),
-        expected_cuda=data.get("expected_cuda"),
+        summary=str(data["summary"]),
+        category=str(data["category"]),
+        kind=str(data["kind"]),
+        explanation=str(data["explanation"]).strip(),
+        expected_cpu=_verdict(toml_path, data["expected_cpu"]),
+        expected_cuda=_verdict(toml_path, data["expected_cuda"]),
+        options=_options(toml_path, settings),
+        settings=settings,
+        variants=variants,
+        expected_cpu_torch=_torch_version(toml_path, data.get("expected_cpu_torch")),
+        expected_cuda_torch=_torch_version(toml_path, data.get("expected_cuda_torch")),
         upstream=data.get("upstream"),
         cuda_only=bool(data.get("cuda_only", False)),
         slow=bool(data.get("slow", False)),
-        options=options,
-        variants=tuple(dict(v) for v in data.get("variants", ())),
     )
+
+
+def _merged(case: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]:
+    """A variant's options over the case's; their Inductor configs merge key by key."""
+    merged = {**case, **variant}
+    if "inductor_config" in case and "inductor_config" in variant:
+        merged["inductor_config"] = {**case["inductor_config"], **variant["inductor_config"]}
+    return merged
+
+
+def _verdict(path: Path, raw: Any) -> Verdict:
+    try:
+        return Verdict(raw)
+    except ValueError:
+        raise CaseError(f"{path.name}: {raw!r} is not a verdict ({', '.join(v.value for v in Verdict)})") from None
+
+
+def _torch_version(path: Path, raw: Any) -> str | None:
+    if raw is None or raw == "unmeasured":
+        return None
+    if not isinstance(raw, str) or minor_version(raw) != raw:
+        raise CaseError(f"{path.name}: a torch version is written major.minor (e.g. \"2.13\") or \"unmeasured\", not {raw!r}")
+    return raw
+
+
+def _options(path: Path, raw: dict[str, Any]) -> CheckOptions:
+    try:
+        return CheckOptions.from_json(raw)
+    except (OptionsError, TypeError, ValueError) as exc:
+        raise CaseError(f"{path.name}: bad [options]: {exc}") from None
+
+
+def minor_version(version: str) -> str:
+    """'2.13.0+cpu' -> '2.13': verdicts are recorded per torch release line."""
+    return ".".join(version.split("+")[0].split(".")[:2])

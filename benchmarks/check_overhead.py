@@ -117,13 +117,13 @@ def main() -> None:
 
 def first_view(home: str) -> tuple[float, float]:
     """The app's first sight of the latest run: seconds to build its worst leaf's heatmap (the Plotly JSON the
-    browser gets), histogram and worst-element table from the stored run, as app.result_view does; and the
+    browser gets), histogram and worst-element table from the stored run, as app.web.result_view does; and the
     whole results page rendered headlessly (Streamlit's AppTest), once the app's own worker is up."""
     sys.path.insert(0, str(REPO))
     import plotly.io
     from streamlit.testing.v1 import AppTest
 
-    from app import heatmap as hm
+    from app.web import heatmap as hm
     from app.store import RunRecord, RunStore
     from engine import CheckResult
 
@@ -142,9 +142,9 @@ def first_view(home: str) -> tuple[float, float]:
 
     os.environ["DIVERGENCE_HOME"] = home
     RunStore().add(RunRecord(run_dir.name, time.time(), "benchmark", "paste", str(run_dir), result.options.to_json()))
-    AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300).run()  # imports, and the app starts its worker
+    AppTest.from_file(str(REPO / "app" / "web" / "main.py"), default_timeout=300).run()  # imports, and the app starts its worker
     time.sleep(15)  # let that worker import torch, off the measured page
-    page = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300)
+    page = AppTest.from_file(str(REPO / "app" / "web" / "main.py"), default_timeout=300)
     page.query_params["run"] = run_dir.name
     start = time.perf_counter()
     page.run()

@@ -1,7 +1,7 @@
 """What the app's heatmap costs for large outputs: time to prepare the figure and bytes sent to the browser.
 
 For a 4096x4096 output and 16M-element 3-D outputs (synthetic eager/compiled/ulp/fp64 arrays, shaped like
-what the engine stores), time `app.heatmap.heatmap()` plus plotly's JSON serialisation (what
+what the engine stores), time `app.web.heatmap.heatmap()` plus plotly's JSON serialisation (what
 st.plotly_chart does), and report the JSON size. Goal: under 1 s and under 2 MB each.
 
     python benchmarks/heatmap.py [--repeat N]
@@ -19,7 +19,7 @@ import plotly.io
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.heatmap import Metric, block_detail, default_spec, heatmap, ulp_histogram, worst_elements  # noqa: E402
+from app.web.heatmap import Metric, block_detail, default_spec, heatmap, ulp_histogram, worst_elements  # noqa: E402
 
 CASES = {
     "4096x4096": (4096, 4096),

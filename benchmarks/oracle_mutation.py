@@ -31,7 +31,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.cases import load_cases  # noqa: E402
+from app.gallery import load_cases  # noqa: E402
 from engine.child import casting  # noqa: E402
 from engine.child.comparison import CallSettings, compare_call, seed_everything  # noqa: E402
 from engine.child.leaves import flatten, map_tensors  # noqa: E402
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     baseline_flagged = dict.fromkeys(ORACLES, 0)  # the unmutated output of the cases faults go into
     benign_total = 0
     used: list[str] = []
-    for sample in load_cases():
+    for sample in load_cases()[0]:
         if wanted is not None and sample.slug not in wanted:
             continue
         if sample.cuda_only or sample.kind == "rng" or sample.options.dtype or sample.options.backward:

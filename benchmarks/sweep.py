@@ -26,15 +26,15 @@ sys.path.insert(0, str(REPO))
 
 from app.sweep.local_pool import LocalPool  # noqa: E402
 from app.sweep.matrix import parse_axis  # noqa: E402
-from app.sweep.sweep import SweepConfig, run_sweep  # noqa: E402
-from engine.cases import load_cases  # noqa: E402
+from app.sweep.orchestrator import SweepConfig, run_sweep  # noqa: E402
+from app.gallery import load_cases  # noqa: E402
 
 CONFIGS = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2))
 TINY = "import torch\n\ndef fn(x):\n    return x * {k} + 1\n\ndef inputs():\n    return (torch.randn(16),)\n"
 
 
 def gallery(n: int) -> list[str]:
-    cases = [c for c in load_cases() if not c.cuda_only and not c.slow]
+    cases = [c for c in load_cases()[0] if not c.cuda_only and not c.slow]
     return [str(c.path) for c in cases[:n]]
 
 

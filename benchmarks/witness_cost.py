@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine import CheckOptions, Runner  # noqa: E402
-from engine.cases import load_cases  # noqa: E402
+from app.gallery import load_cases  # noqa: E402
 
 WITNESS = "faithful reference"
 RECHECKS = ("rng recheck", "precision-cast recheck")
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", help="comma-separated slugs (default: every case that runs on CPU)")
     args = parser.parse_args(argv)
     wanted = set(args.cases.split(",")) if args.cases else None
-    cases = [c for c in load_cases() if not c.cuda_only and (wanted is None or c.slug in wanted)]
+    cases = [c for c in load_cases()[0] if not c.cuda_only and (wanted is None or c.slug in wanted)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Runner() as runner:
         for case in cases:

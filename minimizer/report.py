@@ -68,23 +68,25 @@ def ablation_line(rows: tuple[AblationRow, ...]) -> str:
     return "; ".join(parts)
 
 
-def title(program_ops: tuple[str, ...], signature: Signature, result: CheckResult) -> str:
+def title(program_ops: tuple[str, ...], signature: Signature | None, result: CheckResult) -> str:
     """Torch ops only, read from the minimized program's own Dynamo graph (never a constructor or a dunder)."""
     device = result.environment.get("device", result.options.device or "cpu")
     # the op where the divergence starts leads, when the program calls it by that name (remainder, acosh)
-    start = (signature.first_op or "").removeprefix("aten.").split(".")[0]
+    start = ((signature.first_op if signature is not None else None) or "").removeprefix("aten.").split(".")[0]
     ops = ", ".join(f"`{o}`" for o in sorted(program_ops, key=lambda o: o != start)[:3]) or "this program"
-    what = ", ".join(sorted(s.value for s in signature.symptoms))
+    what = ", ".join(sorted(s.value for s in signature.symptoms)) if signature is not None else result.verdict.value
     return f"[inductor][{device}] {ops} gives a different result under torch.compile than eager ({what})"
 
 
-def _leaf(signature: Signature, result: CheckResult) -> LeafResult | None:
+def _leaf(signature: Signature | None, result: CheckResult) -> LeafResult | None:
+    if signature is None:
+        return None
     named = [l for l in result.leaves if l.name == signature.leaf and l.verdict is Verdict.DIVERGENT]
     same_kind = [l for l in result.leaves if l.kind is signature.kind and l.verdict is Verdict.DIVERGENT]
     return next(iter(named or same_kind), None)
 
 
-def difference_lines(signature: Signature, result: CheckResult) -> list[str]:
+def difference_lines(signature: Signature | None, result: CheckResult) -> list[str]:
     """Eager vs compiled at the worst element of the leaf that diverges, and the check that fails, from `result`."""
     leaf = _leaf(signature, result)
     if leaf is None:
@@ -107,13 +109,21 @@ def start_line(run: Checked | None) -> str:
     return f"First diverging intermediate of the ATen graph Inductor compiles: `{report.first.node} = {report.first.op}`{kernel}{caution}."
 
 
-def render(program: str, signature: Signature, final: Checked | None, rows: tuple[AblationRow, ...], verified: bool) -> str:
-    """The issue body, 10-30 lines around the program."""
+def render(program: str, signature: Signature | None, final: Checked | None, rows: tuple[AblationRow, ...], verified: bool,
+           *, logs: str = "", environment: str = "") -> str:
+    """The issue body in the sections of PyTorch's bug template, 10-30 lines around the program.
+
+    `signature` is None for a run that was not minimized (`divergence export`): the body then quotes the
+    check's own explanation. `logs` goes under "Error logs"; `environment` (collect_env's text) replaces the
+    one-line versions of the check's environment.
+    """
     result = final.result if final is not None else None
     lines: list[str] = []
     if result is not None:
         lines += [f"# {title(read_graphs(result.code.fx_graphs).ops, signature, result)}", ""]
     lines += [
+        "### 🐛 Describe the bug",
+        "",
         "`torch.compile` returns a different answer from eager for this program and raises nothing:",
         "",
         "```python",
@@ -129,11 +139,17 @@ def render(program: str, signature: Signature, final: Checked | None, rows: tupl
         lines.append(f"Backends: {ladder}.")
     config = (result.options.inductor_config if result is not None else {}) or {}
     switches = ", ".join(f"`{k}={v}`" for k, v in sorted(config.items()))
-    lines.append(f"Checked{f' with {switches}' if switches else ''}; kept while minimizing: {signature.describe()}.")
+    if signature is not None:
+        lines.append(f"Checked{f' with {switches}' if switches else ''}; kept while minimizing: {signature.describe()}.")
+    elif switches:
+        lines.append(f"Checked with {switches}.")
     if verified:
         lines.append("`repro.py` (attached) checks it on its own: eager vs compiled vs a float64 reference; it exits 1 while the bug is present.")
-    if result is not None:
+    lines += ["", "### Error logs", "", logs.strip() or "None: the compiled program raises nothing; its result differs.", "", "### Versions", ""]
+    if environment.strip():
+        lines += ["```", environment.strip(), "```"]
+    elif result is not None:
         env = result.environment
-        lines += ["", f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
-                      f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}"]
+        lines.append(f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
+                     f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}")
     return "\n".join(lines) + "\n"

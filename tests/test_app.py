@@ -26,7 +26,7 @@ from engine.judge.views import ulp_distance  # noqa: E402
 from tests.apptest_helpers import check_in_app, has_button  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-APP = str(REPO / "app" / "main.py")
+APP = str(REPO / "app" / "web" / "main.py")
 TIMEOUT = 300
 
 PROGRAM = """import torch

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
-from app import editor  # noqa: E402
-from app import heatmap as hm  # noqa: E402
-from app.result_view import box_region, clicked_block  # noqa: E402
+from app.web import editor  # noqa: E402
+from app.web import heatmap as hm  # noqa: E402
+from app.web.result_view import box_region, clicked_block  # noqa: E402
 from tests.test_app_units import arrays_with_noise  # noqa: E402
 
 

@@ -14,12 +14,12 @@ pytest.importorskip("streamlit")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from app import localize_tab, probes_tab  # noqa: E402
+from app.web import localize_tab, probes_tab  # noqa: E402
 from app.store import RunStore  # noqa: E402
 from tests.apptest_helpers import check_in_app, has_button, wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-APP = str(REPO / "app" / "main.py")
+APP = str(REPO / "app" / "web" / "main.py")
 SAMPLE = REPO / "sample_cases" / "floor_divide_off_by_one.py"
 TIMEOUT = 300
 

@@ -15,12 +15,12 @@ pytest.importorskip("streamlit")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from app import minimize_job  # noqa: E402
+from app.web import minimize_job  # noqa: E402
 from app.store import RunStore  # noqa: E402
 from tests.apptest_helpers import check_in_app, has_button, wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-APP = str(REPO / "app" / "main.py")
+APP = str(REPO / "app" / "web" / "main.py")
 SNIPPET = REPO / "tests" / "snippets" / "minimize_floor_divide_noisy.py"
 TIMEOUT = 300
 

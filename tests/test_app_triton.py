@@ -13,11 +13,11 @@ pytest.importorskip("triton")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from app import options_form  # noqa: E402
+from app.web import options_form  # noqa: E402
 from engine import CheckOptions, CheckResult  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-APP = str(REPO / "app" / "main.py")
+APP = str(REPO / "app" / "web" / "main.py")
 TIMEOUT = 300
 LABEL = "interpreted Triton on CPU (not GPU Triton)"
 

@@ -16,8 +16,9 @@ import pytest
 pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
-from app import gallery, options_form  # noqa: E402
-from app import heatmap as hm  # noqa: E402
+from app import gallery  # noqa: E402
+from app.web import options_form  # noqa: E402
+from app.web import heatmap as hm  # noqa: E402
 from app.cli.main import build_parser, serve_command  # noqa: E402
 from app.store import DONE, INTERRUPTED, RUNNING, RunRecord, RunStore, alive, process_identity  # noqa: E402
 from engine import CheckOptions  # noqa: E402
@@ -194,7 +195,7 @@ def test_gallery_reads_every_sample_case_without_running_it():
     assert not problems and len(cases) >= 20
     by_slug = {c.slug: c for c in cases}
     case = by_slug["interpolate_conv_pool_backward"]
-    assert case.check_options().backward is True and case.category and "\n" not in case.one_line
+    assert case.options.backward is True and case.category and "\n" not in case.one_line
     assert all(len(c.one_line) <= gallery.SUMMARY_CHARS for c in cases)
 
 
@@ -211,7 +212,7 @@ def test_serve_binds_to_localhost_unless_told(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("STREAMLIT_SERVER_ADDRESS", raising=False)
     args = build_parser().parse_args(["serve"])
     command = serve_command(args)
-    assert command[1:4] == ["-m", "streamlit", "run"] and command[4].endswith("app/main.py")
+    assert command[1:4] == ["-m", "streamlit", "run"] and command[4].endswith("app/web/main.py")
     assert command[command.index("--server.address") + 1] == "127.0.0.1" and "--server.port" not in command
     assert command[command.index("--client.toolbarMode") + 1] == "minimal"  # no Deploy button for the app's users
     monkeypatch.setenv("STREAMLIT_SERVER_ADDRESS", "0.0.0.0")
@@ -222,7 +223,7 @@ def test_serve_binds_to_localhost_unless_told(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_localize_shows_done_steps_ticked_and_only_the_last_running():
-    from app.localize_tab import steps_line
+    from app.web.localize_tab import steps_line
 
     assert steps_line(["ablation", "bisect", "intermediates"], 6) == "✓ ablation ladder (6/6 rungs) · ✓ CompilerBisector · **▶ first diverging intermediate**"
     assert steps_line(["ablation"], 2) == "**▶ ablation ladder (2/6 rungs)**"

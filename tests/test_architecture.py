@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,3 +46,46 @@ def test_the_private_name_scan_sees_an_offender(tmp_path: Path) -> None:
         assert _private_imports(sample) == ["tests/snippets/_private_import_sample.py:1: from engine.child.execution import _pick_device"]
     finally:
         sample.unlink()
+
+
+def test_the_rooms_contract_sees_a_front_end_importing_another(tmp_path: Path) -> None:
+    """A copy of the tree where the command line imports the web app breaks the rooms contract (and only it)."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    if not lint.exists():
+        pytest.fail("lint-imports is missing: install the test extra (pip install -e '.[test]')")
+    for name in ("app", "engine", "minimizer"):
+        subprocess.run(["cp", "-r", str(REPO / name), str(tmp_path / name)], check=True)
+    (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
+    arguments = tmp_path / "app" / "cli" / "arguments.py"
+    arguments.write_text(arguments.read_text() + "\nfrom app.web import editor  # noqa: E402,F401\n")
+    done = subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "1 broken" in done.stdout, done.stdout[-3000:]
+    assert "app.cli is not allowed to import app.web" in done.stdout and "app.cli.arguments -> app.web.editor" in done.stdout
+
+
+def _named_modules(text: str) -> list[str]:
+    """Dotted project names (`engine.judge.oracle`, `app.web.main.PLACEHOLDER`) a text mentions."""
+    return re.findall(r"(?<![\w./])((?:app|engine|minimizer)(?:\.[A-Za-z_]\w*)+)", text)
+
+
+def _resolves(dotted: str) -> bool:
+    """A module or package of the tree, or a name a module of the tree mentions."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        base = REPO.joinpath(*parts[:i])
+        source = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+        if source.exists():
+            return i == len(parts) or re.search(rf"\b{re.escape(parts[i])}\b", source.read_text()) is not None
+    return False
+
+
+def test_docstrings_and_comments_name_modules_that_exist() -> None:
+    stale = [
+        f"{path.relative_to(REPO)}: {name}"
+        for package in ("app", "engine", "minimizer", "benchmarks")
+        for path in sorted((REPO / package).rglob("*.py"))
+        for name in _named_modules(path.read_text())
+        if not name.endswith(".sqlite") and not _resolves(name)
+    ]
+    assert stale == []
+    assert not _resolves("engine.cases") and _resolves("app.gallery.load_cases")  # the scan can say no

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from app import code_view  # noqa: E402
+from app.web import code_view  # noqa: E402
 from engine import CheckOptions, CheckResult, LeafKind, LeafResult, OutputCode, Verdict  # noqa: E402
 from engine.localization.reports import IntermediatesReport, NodeDiff  # noqa: E402
 from engine.provenance import TRACKED, KernelOrigin, NodeOrigin, Provenance, SourceLine  # noqa: E402

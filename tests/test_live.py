@@ -65,14 +65,15 @@ def test_compile_checker_fixture(compile_checker, divergence_home):
 
 
 def test_export_writes_tlparse_environment_repro_and_issue(check, runner, tmp_path):
-    from engine.export import export_run
+    from app.cli.export import export_run
 
     r = check("graph_break")
     done = export_run(Path(r.run_dir), tmp_path / "export", runner=runner)
     assert done.tlparse_index is not None and done.tlparse_index.exists(), done.notes
     issue = done.issue.read_text()
-    assert "### 🐛 Describe the bug" in issue and "divergence check repro.py" in issue and "PyTorch version" in issue
-    assert (tmp_path / "export" / "repro.py").read_text() == Path(r.run_dir, "snippet.py").read_text()
+    assert "### 🐛 Describe the bug" in issue and "divergence check snippet.py" in issue and "PyTorch version" in issue
+    assert (tmp_path / "export" / "snippet.py").read_text() == Path(r.run_dir, "snippet.py").read_text()
+    assert "torch.compile" in (tmp_path / "export" / "repro.py").read_text()  # the self-checking harness
 
 
 @pytest.mark.parametrize("index", range(2))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.cases import load_cases
+from app.gallery import load_cases
 from minimizer.repro import emit, verify
 
-CASES = {c.slug: c for c in load_cases()}
+CASES = {c.slug: c for c in load_cases()[0]}
 
 
 def _script(slug: str, **changes: object) -> str:

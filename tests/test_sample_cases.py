@@ -1,18 +1,23 @@
 """Every sample case gives its expected verdict (CPU here; CUDA expectations where CUDA exists).
 
-An expectation binds only on the torch release line it was measured on (`expected_cpu_torch`,
-`expected_cuda_torch` in the case's toml): elsewhere, or where it was never measured, a different verdict
-is reported as an expected failure that names what this torch measured, not as a regression.
+An expectation binds on the torch release line it was measured on (`expected_cpu_torch`,
+`expected_cuda_torch` in the case's toml) and on the torch that constraints.txt pins (the project's own CI
+and GPU runs): there a different verdict fails, measured elsewhere or never measured. On any other torch (a
+user's own), a different verdict is reported as an expected failure that names what this torch measured.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from engine.cases import load_cases, measured_here
+from app.gallery import load_cases, minor_version
 from tests.reference_metrics import stored_figures_disagree
 
-CASES = load_cases()
+CASES, PROBLEMS = load_cases()
+PINNED = re.search(r"^torch==(\S+)", (Path(__file__).resolve().parents[1] / "constraints.txt").read_text(), re.M).group(1)
 RUNS = [
     pytest.param(case, options, expected, id=f"{case.slug}{'' if n == 0 else f'-variant{n}'}", marks=[pytest.mark.slow] if case.slow else [])
     for case in CASES
@@ -30,20 +35,32 @@ def test_gallery_has_what_the_workshop_needs():
     assert len(CASES) >= 24
     assert kinds.count("real-bug") >= 8 and kinds.count("benign") >= 4 and kinds.count("precision-cast") >= 3 and "rng" in kinds
     assert all(c.expected_cpu_torch for c in CASES), "every CPU expectation is measured (CI runs them all)"
+    assert not PROBLEMS
+
+
+def binds(measured_on: str | None, running_torch: str) -> bool:
+    """Does a different verdict fail here? On the release line it was measured on, and on the pinned torch."""
+    here = minor_version(running_torch)
+    return here == measured_on or here == minor_version(PINNED)
+
+
+def test_an_expectation_binds_where_measured_and_on_the_pinned_torch():
+    assert binds("2.11", "2.11.0+cu130") and binds(None, PINNED + "+cu130") and binds("2.11", PINNED)
+    assert not binds("2.11", "2.99.1") and not binds(None, "2.99.1")
 
 
 def _expect(result, case, device: str, expected) -> None:
     import torch
 
     verdict, measured_on = expected
-    if measured_here(measured_on, torch.__version__):
-        assert result.verdict is verdict, f"{case.slug}: {result.explanation}"
-    elif result.verdict is not verdict:
-        where = f"measured on torch {measured_on}" if measured_on else "never measured"
-        pytest.xfail(
-            f"{case.slug}: expected_{device} = {verdict.value} was {where}; torch {torch.__version__} gives "
-            f"{result.verdict.value}: {result.explanation[:300]}"
-        )
+    if result.verdict is verdict:
+        return
+    where = f"measured on torch {measured_on}" if measured_on else "never measured"
+    message = (f"{case.slug}: expected_{device} = {verdict.value} was {where}; torch {torch.__version__} gives "
+               f"{result.verdict.value}: {result.explanation[:300]}")
+    if binds(measured_on, torch.__version__):
+        pytest.fail(message)
+    pytest.xfail(message)
 
 
 @pytest.mark.parametrize("case, options, expected", RUNS)

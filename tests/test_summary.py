@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from app import heatmap as hm
+from app.web import heatmap as hm
 from engine.judge import metrics
 from engine.judge.metrics import operands
 from engine.judge.summary import summarize

@@ -21,7 +21,7 @@ from app.sweep.corpus import CorpusError, find_programs
 from app.sweep.local_pool import LocalPool
 from app.sweep.matrix import MatrixError, cells, parse_axis
 from app.sweep.state import STATE_FILE, SweepState
-from app.sweep.sweep import SweepConfig, plan, run_sweep
+from app.sweep.orchestrator import SweepConfig, plan, run_sweep
 from engine import Runner
 from engine.runner import descendants
 from tests.conftest import REPO
@@ -194,7 +194,7 @@ def test_the_sweeps_page_lists_counts_bugs_and_jobs_and_opens_a_run(minimized_sw
     config, summary = minimized_sweep
 
     def page() -> None:
-        from app.sweeps_page import render
+        from app.web.sweeps_page import render
 
         render()
 
@@ -211,7 +211,7 @@ def test_the_sweeps_page_lists_counts_bugs_and_jobs_and_opens_a_run(minimized_sw
     at.text_input(key="sweep_filter").input("bucket").run()
     assert list(at.dataframe[1].value["program"]) == ["bucket_encoder.py"]
 
-    check_page = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=60)  # the link: the check page with ?run=
+    check_page = AppTest.from_file(str(REPO / "app" / "web" / "main.py"), default_timeout=60)  # the link: the check page with ?run=
     check_page.query_params["run"] = summary.jobs[0].run_id
     check_page.run()
     assert not check_page.exception

@@ -22,7 +22,7 @@ from app.store import RunStore
 from app.sweep.local_pool import LocalPool
 from app.sweep.matrix import parse_axis
 from app.sweep.state import severity_rank
-from app.sweep.sweep import SweepConfig, run_sweep
+from app.sweep.orchestrator import SweepConfig, run_sweep
 from engine import Runner
 from engine.result import CheckResult
 from tests.conftest import REPO

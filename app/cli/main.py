@@ -114,7 +114,7 @@ def write_json(result: CheckResult, out: Path) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     from engine.api import check_file
-    from engine.report import render
+    from app.cli.report import render
 
     if not args.file.is_file():
         print(f"divergence: no such file: {args.file}", file=sys.stderr)
@@ -142,7 +142,7 @@ def serve_command(args: argparse.Namespace) -> list[str]:
     """The `streamlit run` command line for the app; Streamlit's own STREAMLIT_* settings still apply."""
     import os
 
-    app_main = Path(__file__).resolve().parents[1] / "main.py"
+    app_main = Path(__file__).resolve().parents[1] / "web" / "main.py"
     address = args.address or os.environ.get("STREAMLIT_SERVER_ADDRESS") or "127.0.0.1"
     command = [sys.executable, "-m", "streamlit", "run", str(app_main), "--server.address", address]
     if args.port is not None:
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return install_shrinkray_command(args)
     if args.command == "export":
-        from engine.export import export_run
+        from app.cli.export import export_run
 
         if not (args.run_dir / "result.json").exists():
             print(f"divergence: no stored run in {args.run_dir}", file=sys.stderr)
@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"note: {note}")
         return 0
     if args.command == "show":
-        from engine.report import render, render_code
+        from app.cli.report import render, render_code
 
         try:
             result = CheckResult.load(args.run_dir)

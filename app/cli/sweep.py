@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from app.sweep.ray_pool import RayUnavailable
     from app.sweep.report import REPORT_FILE
     from app.sweep.state import SweepBusy
-    from app.sweep.sweep import SweepConfig, print_summary, run_sweep
+    from app.sweep.orchestrator import SweepConfig, print_summary, run_sweep
     from engine.options import OptionsError
 
     untangle(args)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
             report=None, command=tuple(["divergence", *(argv if argv is not None else sys.argv[1:])]),
         )
         if args.report is not None:
-            from app.sweep.sweep import default_sweep_dir
+            from app.sweep.orchestrator import default_sweep_dir
 
             target = Path(args.report) if isinstance(args.report, str) else (args.output or default_sweep_dir(config)) / REPORT_FILE
             config = SweepConfig(**{**config.__dict__, "report": target})

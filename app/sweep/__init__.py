@@ -3,7 +3,8 @@
 `corpus` finds the programs, `matrix` multiplies them by options into `jobs`, `state` keeps every job's
 outcome in one SQLite file of the sweep's directory (so a killed sweep resumes), `local_pool` and
 `ray_pool` run the checks (a warm engine worker on this machine, or Ray actors that each hold one),
-`bugs` groups divergent jobs by the bug they show and `minimizing` shrinks one program per bug,
-`progress` and `report` show it, and `sweep` puts it together. Importing this package imports neither
+`tasks` are what a pool runs (a check, or the minimization of one program per bug), `bugs` groups
+divergent jobs by the bug they show, `progress` and `report` show it, `registry` lists the sweeps kept
+under the data directory, and `orchestrator` puts it together. Importing this package imports neither
 torch nor ray.
 """

@@ -2,7 +2,7 @@
 
 For every metric of the heatmap (engine.judge.views.METRICS): the block maxima of the default slice, each
 block's worst element and its eager/compiled/fp64 values, and the leaf's 10 worst elements; and the ULP
-histogram. These are what app.heatmap computes from the stored arrays, element for element the same
+histogram. These are what app.web.heatmap computes from the stored arrays, element for element the same
 (tests hold the two side by side), so a 1e8-element leaf is drawn from a few hundred kilobytes, and a
 leaf too large to store at all still has its heatmap.
 
@@ -27,13 +27,13 @@ _POSITION_BITS = 32  # a pooled key packs (float32 value bits, 2**32 - 1 - posit
 
 
 def spacing_format(dtype: str | None) -> str:
-    """app.heatmap._half_ulp's choice: the format whose spacing is the rounding floor of a leaf's dtype."""
+    """app.web.heatmap._half_ulp's choice: the format whose spacing is the rounding floor of a leaf's dtype."""
     name = (dtype or "").removeprefix("torch.")
     return {"float16": "float16", "bfloat16": "bfloat16", "float64": "float64"}.get(name, "float32")
 
 
 def half_ulp(ref: torch.Tensor, dtype: str | None) -> torch.Tensor:
-    """Half a unit in the last place of the leaf's dtype at the reference value (float64), as app.heatmap."""
+    """Half a unit in the last place of the leaf's dtype at the reference value (float64), as app.web.heatmap."""
     mag = ref.abs()
     fmt = spacing_format(dtype)
     if fmt == "float64":
@@ -44,7 +44,7 @@ def half_ulp(ref: torch.Tensor, dtype: str | None) -> torch.Tensor:
 
 
 def element_metric(metric: str, d: Differences, dtype: str | None) -> torch.Tensor:
-    """app.heatmap.element_metric on elements whose bits differ (float64; +inf for a one-sided NaN/inf)."""
+    """app.web.heatmap.element_metric on elements whose bits differ (float64; +inf for a one-sided NaN/inf)."""
     if metric == "ulp" or not d.eager.dtype.is_floating_point:
         return d.ulp  # for exact dtypes, the absolute difference: their only metric is abs
     if d.finite and metric == "abs":
@@ -70,7 +70,7 @@ def element_metric(metric: str, d: Differences, dtype: str | None) -> torch.Tens
 
 
 def metrics_for(ops: Operands) -> tuple[str, ...]:
-    """app.heatmap.available_metrics for these operands."""
+    """app.web.heatmap.available_metrics for these operands."""
     if ops.exact:
         return ("abs",)
     return views.METRICS if ops.ref is not None else views.METRICS[:3]
@@ -259,7 +259,7 @@ class Summarizer:
 
 
 def _top(values: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The TOP_K largest values, ties to the smaller position (app.heatmap.worst_elements' order)."""
+    """The TOP_K largest values, ties to the smaller position (app.web.heatmap.worst_elements' order)."""
     order = np.lexsort((positions, -values))[:TOP_K]
     return values[order], positions[order]
 

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-METRICS = ("abs", "rel", "ulp", "ratio")  # app.heatmap.Metric's values
+METRICS = ("abs", "rel", "ulp", "ratio")  # app.web.heatmap.Metric's values
 MAX_SIDE = 512
 BYTES_BUDGET = 1_800_000  # leaves room under the 2 MB goal for the layout and the axis labels
 POOLED_HOVER_CHANNELS = 4  # a block's worst row/col and its last row/col, besides the value and eager/compiled/fp64

@@ -1,6 +1,6 @@
 """The Probes tab: re-run a stored run's program with derived inputs and call patterns, one line per probe.
 
-The probes run in a background thread (app.deep_job) through the app's Runner; the engine stores the
+The probes run in a background thread (app.web.deep_job) through the app's Runner; the engine stores the
 report (probes.json) and each probe's own run under `<run dir>/probes`, which is what the tab shows, then
 and whenever the run is reopened. A probe's run opens like any run of the app (it is recorded in the
 store only when opened, so the sidebar does not fill up with probe runs nobody looked at).
@@ -15,8 +15,9 @@ from typing import Callable
 
 import streamlit as st
 
-from app import running
-from app.deep_job import DONE, DeepJob, Registry, Snapshot
+from app.web import running
+from app.web.deep_job import DONE, DeepJob, Snapshot
+from app.web.job_registry import JobRegistry
 from app.store import RunRecord
 from engine import CheckResult, ProbeKind, ProbeOutcome, ProbeReport, ProbeStatus, Runner, run_probes
 
@@ -27,8 +28,8 @@ STATUS_LABEL = {ProbeStatus.OK: "ok", ProbeStatus.DIVERGES: "diverges", ProbeSta
 
 
 @st.cache_resource(show_spinner=False)
-def registry() -> Registry:
-    return Registry()
+def registry() -> JobRegistry[DeepJob]:
+    return JobRegistry()
 
 
 def _key(run_id: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import streamlit as st
 
 from engine import CheckOptions, CheckResult, Job, Runner, Verdict
-from app import triton_pass
+from app.web import triton_pass
 from app.store import INTERRUPTED, RunRecord, RunStore
 
 STAGES = ("starting worker", "loading", "eager", "compiling", "compiled run", "fp64 reference", "comparing", "saving")
@@ -57,7 +57,7 @@ def store() -> RunStore:
 
 
 def session() -> str:
-    """This browser session's id (app.main sets it; kept in the URL as ?sid= across reloads)."""
+    """This browser session's id (app.web.main sets it; kept in the URL as ?sid= across reloads)."""
     return str(st.session_state.get("session", ""))
 
 
@@ -86,7 +86,7 @@ class Active:
 
 
 def submit(source: str, filename: str, options: CheckOptions, name: str, origin: str, session: str = "") -> Active:
-    # the ordinary worker refuses triton_cpu: the pass runs afterwards in its own worker (app.triton_pass)
+    # the ordinary worker refuses triton_cpu: the pass runs afterwards in its own worker (app.web.triton_pass)
     job = runner().submit(source, options.replace(triton_cpu=False), filename)
     if options.triton_cpu:
         triton_pass.warm()

@@ -1,6 +1,6 @@
 """The Minimize tab of a divergent run: start, follow and stop a minimization; download its repro and issue body.
 
-The job runs in a background thread (app.minimize_job) kept in a per-process registry, so the page only
+The job runs in a background thread (app.web.minimize_job) kept in a per-process registry, so the page only
 polls it: the live panel is a fragment that reruns itself every second, and any click elsewhere on the
 page leaves the job running.
 """
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from app import running
-from app.minimize_job import DONE, FAILED, SNIPPET_FILE, STARTING, STOPPED, MinimizeJob, Outcome, Registry, Settings, Snapshot, checkpoint_root, checkpointed_best, load_outcome
+from app.web import running
+from app.web.minimize_job import DONE, FAILED, SNIPPET_FILE, STARTING, STOPPED, MinimizeJob, Outcome, Settings, Snapshot, checkpoint_root, checkpointed_best, load_outcome
+from app.web.job_registry import JobRegistry
 from app.store import INTERRUPTED, RunRecord
 from engine import CheckResult, Verdict, data_dir
 from minimizer import measure
@@ -23,8 +24,8 @@ POLL_S = 1.0
 
 
 @st.cache_resource(show_spinner=False)
-def registry() -> Registry:
-    return Registry()
+def registry() -> JobRegistry[MinimizeJob]:
+    return JobRegistry()
 
 
 def _settings(run_id: str) -> Settings:

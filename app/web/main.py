@@ -1,6 +1,6 @@
 """Divergence Explorer's web app: paste or pick a PyTorch program, check it eager vs compiled, explore where it differs.
 
-Run with `divergence serve` (or `streamlit run app/main.py`). User code never runs in this process: checks go
+Run with `divergence serve` (or `streamlit run app/web/main.py`). User code never runs in this process: checks go
 to the engine's worker through engine.Runner.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# `streamlit run app/main.py` puts app/ on sys.path, not the repository root that holds the packages
-_ROOT = str(Path(__file__).resolve().parent.parent)
+# `streamlit run app/web/main.py` puts app/web/ on sys.path, not the repository root that holds the packages
+_ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
@@ -20,7 +20,8 @@ import uuid  # noqa: E402
 import streamlit as st  # noqa: E402
 from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
-from app import editor, gallery, options_form, result_view, running, sweeps_page  # noqa: E402
+from app import gallery  # noqa: E402
+from app.web import editor, options_form, result_view, running, sweeps_page  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
 from engine import CheckOptions, OptionsError  # noqa: E402
 
@@ -35,7 +36,7 @@ def inputs():
 
 
 @st.cache_data(show_spinner=False, ttl=60)
-def _cases() -> tuple[tuple[gallery.Case, ...], tuple[str, ...]]:
+def _cases() -> tuple[tuple[gallery.SampleCase, ...], tuple[str, ...]]:
     return gallery.load_cases()
 
 
@@ -69,12 +70,8 @@ def _on_load_case() -> None:
     case = next((c for c in cases if c.slug == slug), None)
     if case is None:
         return
-    options = case.check_options()
     variant = st.session_state.get("gallery_variant", 0) or 0
-    if variant and variant <= len(case.variants):
-        extra = dict(case.variants[variant - 1].get("options", {}))
-        config = {**options.inductor_config, **extra.pop("inductor_config", {})}
-        options = options.replace(**extra, inductor_config=config)
+    options = case.variants[variant - 1].options if 0 < variant <= len(case.variants) else case.options
     options_form.fill(st.session_state, options)
     st.session_state.update(source=case.source(), origin=f"gallery:{case.slug}", name=case.title, filename=f"sample_cases/{case.slug}.py")
 
@@ -137,7 +134,7 @@ def gallery_section() -> None:
     cases, problems = _cases()
     with st.expander(f"Gallery: {len(cases)} sample cases", expanded=not st.session_state["source"]):
         if not cases:
-            st.info(f"No sample cases found in {gallery.default_dir()}.")
+            st.info(f"No sample cases found in {gallery.default_directory()}.")
             return
         st.dataframe(
             # two columns that fit the gallery's width; the picked case's summary and expectation show below
@@ -153,7 +150,7 @@ def gallery_section() -> None:
         by_slug = {c.slug: c for c in cases}
         slug = st.selectbox("Case (or click a row above)", list(by_slug), key="gallery_case", format_func=lambda s: by_slug[s].title)
         case = by_slug[slug]
-        expected = f" · expected on CPU: {case.expected_cpu}" if case.expected_cpu else ""
+        expected = f" · expected on CPU: {case.expected_cpu.value}"
         st.caption(f"{case.category} · " + case.one_line + expected + (f" · upstream: {case.upstream}" if case.upstream else ""))
         if case.explanation:
             with st.expander("About this case"):
@@ -168,13 +165,13 @@ def gallery_section() -> None:
             st.caption(f"skipped: {p}")
 
 
-def _variant_label(case: gallery.Case, i: int) -> str:
+def _variant_label(case: gallery.SampleCase, i: int) -> str:
     if i == 0:
-        opts = ", ".join(f"{k}={v}" for k, v in case.options.items()) or "defaults"
-        return f"case options ({opts}) → expect {case.expected_cpu}"
+        opts = ", ".join(f"{k}={v}" for k, v in case.settings.items()) or "defaults"
+        return f"case options ({opts}) → expect {case.expected_cpu.value}"
     v = case.variants[i - 1]
-    opts = ", ".join(f"{k}={val}" for k, val in dict(v.get("options", {})).items())
-    return f"{opts} → expect {v.get('expected_cpu', '?')}"
+    opts = ", ".join(f"{k}={val}" for k, val in v.settings.items())
+    return f"{opts} → expect {v.expected_cpu.value}"
 
 
 def input_section() -> bool:
@@ -295,5 +292,5 @@ def main() -> None:
     past_runs(sidebar)
 
 
-# the check page, and the Sweeps page of app/sweeps_page.py (a run it links to opens here, with ?run=<id>)
+# the check page, and the Sweeps page of app/web/sweeps_page.py (a run it links to opens here, with ?run=<id>)
 st.navigation([st.Page(main, title="Check", default=True), st.Page(sweeps_page.render, title="Sweeps", url_path="sweeps")]).run()

@@ -2,7 +2,7 @@
 
 The minimizer tests candidates only through the engine's Runner, so no user code runs in this process
 (the fresh-interpreter check of repro.py is a subprocess). Jobs live in a per-process registry keyed by
-run id (app.minimize_tab keeps it in st.cache_resource), so a rerun, a second tab or a new session of
+run id (app.web.minimize_tab keeps it in st.cache_resource), so a rerun, a second tab or a new session of
 the same run sees the same job. What a finished job produced is written into the run's directory, so a
 reopened run shows it without running anything.
 
@@ -315,23 +315,3 @@ def load_outcome(run_dir: Path) -> Outcome | None:
         return Outcome(**data)
     except (OSError, ValueError, TypeError):
         return None
-
-
-class Registry:
-    """The minimizations of this server process, by run id (at most one running per run)."""
-
-    def __init__(self) -> None:
-        self._jobs: dict[str, MinimizeJob] = {}
-        self._lock = threading.Lock()
-
-    def get(self, run_id: str) -> MinimizeJob | None:
-        with self._lock:
-            return self._jobs.get(run_id)
-
-    def start(self, run_id: str, make: Callable[[], MinimizeJob]) -> MinimizeJob:
-        with self._lock:
-            job = self._jobs.get(run_id)
-            if job is not None and not job.done():
-                return job  # a double click, or another tab of the same run
-            job = self._jobs[run_id] = make().start()
-            return job

@@ -13,8 +13,9 @@ from typing import Any, Mapping
 import numpy as np
 import streamlit as st
 
-from app import heatmap as hm
-from app import code_view, gallery, localize_tab, minimize_tab, probes_tab, triton_pass
+from app.web import heatmap as hm
+from app import gallery
+from app.web import code_view, localize_tab, minimize_tab, probes_tab, triton_pass
 from app.store import RunRecord
 from engine import CheckResult, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
 

@@ -1,8 +1,9 @@
 """`divergence export RUN`: what PyTorch's PT2 bug template asks for, gathered in one folder.
 
 The folder holds a tlparse report of the compiled run (from a TORCH_TRACE log; the run is repeated with
-tracing when it was made without), a collect_env-style environment, the repro with the command that
-checks it, and `issue.md` tying them together.
+tracing when it was made without), a collect_env-style environment, the program as checked (`snippet.py`),
+its self-checking `repro.py` (the minimizer's harness: exits 1 while the divergence is there), and
+`issue.md`, written by the minimizer's one issue-body writer (`minimizer.report.render`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.cli.report import table
 from engine.live import PAYLOAD_FILE
 from engine.options import CheckOptions
-from engine.report import table
 from engine.result import TRACE_DIR, CheckResult
 from engine.runner import Runner
+from minimizer.oracle import Checked, signature_of
+from minimizer.report import render
+from minimizer.repro import ReproError, emit
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,12 @@ def export_run(run_dir: Path, out: Path, runner: Runner | None = None) -> Export
     notes: list[str] = []
     for name in ("snippet.py", PAYLOAD_FILE):
         if (run_dir / name).exists():
-            shutil.copyfile(run_dir / name, out / ("repro.py" if name == "snippet.py" else name))
+            shutil.copyfile(run_dir / name, out / name)
+    program = (run_dir / "snippet.py").read_text() if (run_dir / "snippet.py").exists() else ""
+    try:
+        (out / "repro.py").write_text(emit(program, result.options, seed=result.options.seed, roundings=result.scalar_roundings))
+    except ReproError as exc:
+        notes.append(f"no self-checking repro.py: {exc}")
 
     traced = run_dir
     if not any((run_dir / TRACE_DIR).glob("*.log")):
@@ -84,7 +93,7 @@ def export_run(run_dir: Path, out: Path, runner: Runner | None = None) -> Export
     env_text = _collect_env(notes)
     (out / "collect_env.txt").write_text(env_text)
     issue = out / "issue.md"
-    issue.write_text(_issue_markdown(result, option_flags(result.options), index, env_text, notes))
+    issue.write_text(_issue_markdown(result, program, option_flags(result.options), index, env_text, notes))
     return Export(out, issue, index, tuple(notes))
 
 
@@ -113,35 +122,13 @@ def _collect_env(notes: list[str]) -> str:
         return ""
 
 
-def _issue_markdown(result: CheckResult, flags: list[str], index: Path | None, env_text: str, notes: list[str]) -> str:
-    command = " ".join(["divergence", "check", "repro.py", *flags])
+def _issue_markdown(result: CheckResult, program: str, flags: list[str], index: Path | None, env_text: str, notes: list[str]) -> str:
+    command = " ".join(["divergence", "check", "snippet.py", *flags])
     tlparse_line = f"tlparse report: `{index.parent.name}/index.html` (attach the folder)" if index else "tlparse report: not available (" + "; ".join(notes) + ")"
     leaves = table(result.leaves) if result.leaves else "(no leaves)"
-    return f"""### 🐛 Describe the bug
-
-torch.compile output differs from eager: **{result.verdict.value}**. {result.explanation}
-
-```
-{leaves}
-```
-
-Repro (`repro.py` in this folder); checked with:
-
-```
-{command}
-```
-
-```python
-{(Path(result.run_dir or '.') / 'snippet.py').read_text() if result.run_dir and (Path(result.run_dir) / 'snippet.py').exists() else ''}
-```
-
-### Error logs
-
-{tlparse_line}
-
-### Versions
-
-```
-{env_text.strip()}
-```
-"""
+    logs = "\n".join([
+        f"The check (`{command}`): **{result.verdict.value}**. {result.explanation}", "", "```", leaves, "```", "",
+        "`repro.py` (attached) checks it on its own: `python repro.py` exits 1 while compiled differs from eager.", "",
+        tlparse_line,
+    ])
+    return render(program, signature_of(result), Checked(result), (), False, logs=logs, environment=env_text)

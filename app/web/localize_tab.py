@@ -1,6 +1,6 @@
 """The Localize tab of a divergent run: where the divergence starts.
 
-Three steps of the engine's `localize` (engine.run_localization), in a background thread (app.deep_job)
+Three steps of the engine's `localize` (engine.run_localization), in a background thread (app.web.deep_job)
 through the app's Runner: the ablation ladder (which compiler layer), PyTorch's CompilerBisector in an
 isolated worker child (which subsystem and lowering) and the first diverging intermediate (which FX node
 and which generated kernel). The engine stores the result as `<run dir>/localize/localization.json`,
@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from app import running
-from app.deep_job import DONE, DeepJob, Registry, Snapshot
+from app.web import running
+from app.web.deep_job import DONE, DeepJob, Snapshot
+from app.web.job_registry import JobRegistry
 from app.store import RunRecord
 from engine import LOCALIZATION_STEPS, CheckResult, Localization, Runner, Verdict, run_localization
 
@@ -35,8 +36,8 @@ LADDER_SIZE = 6  # rungs of engine.localization.ablation.LADDER: shown as live p
 
 
 @st.cache_resource(show_spinner=False)
-def registry() -> Registry:
-    return Registry()
+def registry() -> JobRegistry[DeepJob]:
+    return JobRegistry()
 
 
 def _key(run_id: str) -> str:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, cast
 
-from app.minimize_job import Stopped, StoppableRunner
+from app.web.minimize_job import Stopped, StoppableRunner
 from engine import Runner
 
 # states of a job
@@ -82,23 +82,3 @@ class DeepJob:
             state, message = FAILED, f"{type(exc).__name__}: {exc}"
         with self._lock:
             self._state, self._message = state, message
-
-
-class Registry:
-    """The probe and localization jobs of this server process, by (kind, run id); one running per key."""
-
-    def __init__(self) -> None:
-        self._jobs: dict[str, DeepJob] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> DeepJob | None:
-        with self._lock:
-            return self._jobs.get(key)
-
-    def start(self, key: str, make: Callable[[], DeepJob]) -> DeepJob:
-        with self._lock:
-            job = self._jobs.get(key)
-            if job is not None and not job.done():
-                return job  # a double click, or another tab of the same run
-            job = self._jobs[key] = make().start()
-            return job
