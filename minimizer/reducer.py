@@ -274,7 +274,7 @@ class Problem:
 ReductionPass = Callable[[Problem], None]
 
 
-def sweep(problem: Problem, candidates_at: Callable[[str, int], list[str] | None]) -> None:
+def walk_sites(problem: Problem, candidates_at: Callable[[str, int], list[str] | None]) -> None:
     """Walk the sites of the current candidate in order; after an adoption, carry on from the same site.
 
     `candidates_at(source, i)` lists the variants at site i, or None past the last site. Sites are
@@ -303,7 +303,7 @@ TreeEdit = Callable[[ast.Module], None]  # an edit of one site, applied in place
 
 
 def everything_then_each(problem: Problem, sites: Callable[[ast.Module], list[TreeEdit]]) -> None:
-    """Sweep edits of a kind: all of them at once first (one call when they all hold), then one at a time.
+    """Try edits of a kind: all of them at once first (one call when they all hold), then one at a time.
 
     `sites(tree)` lists the edits of that tree, each a function that applies itself to it in place.
     """
@@ -322,7 +322,7 @@ def everything_then_each(problem: Problem, sites: Callable[[ast.Module], list[Tr
         sites(tree)[i](tree)
         return out + [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 class Reducer:
