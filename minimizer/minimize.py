@@ -195,7 +195,7 @@ def _tidy_first(problem: Problem) -> bool:
     tidy_tree(tree)
     tidied = unparse(tree)
     try:
-        return tidied == problem.current or problem.test(tidied)
+        return tidied == problem.current or problem.try_adopt(tidied)
     except BudgetExhausted:  # out of time (or asked to stop) before the first candidate: nothing was refused
         return True
 

@@ -1,7 +1,7 @@
 """The reduction loop: the current best candidate, the oracle that guards it, and the passes run to a fixpoint.
 
 A pass is a plain function `(Problem) -> None` that proposes smaller variants of `problem.current`
-through `problem.first(...)`. The Problem keeps the invariants: a candidate is adopted only if it is
+through `problem.adopt_first(...)`. The Problem keeps the invariants: a candidate is adopted only if it is
 strictly smaller under `sort_key` and interesting; every candidate is hashed and tested at most once;
 static non-starters never reach the oracle; the best candidate is checkpointed, so a re-run resumes.
 """
@@ -128,7 +128,7 @@ class Problem:
         self.history: list[str] = [initial]  # every adopted candidate, in order: what a failed repro falls back along
 
     # -- the one entry point passes use --
-    def first(self, candidates: Iterable[str]) -> str | None:
+    def adopt_first(self, candidates: Iterable[str]) -> str | None:
         """Test candidates in order (in parallel batches) and adopt the smallest interesting one of the first
         batch that has any; None if none is."""
         it: Iterator[str] = iter(candidates)
@@ -177,8 +177,9 @@ class Problem:
         self._adopt(candidate)
         return True
 
-    def test(self, candidate: str) -> bool:
-        return self.first([candidate]) is not None
+    def try_adopt(self, candidate: str) -> bool:
+        """Test one candidate and adopt it if it is interesting and smaller; whether it was adopted."""
+        return self.adopt_first([candidate]) is not None
 
     def prepare(self, raw: str) -> str:
         """A candidate as it is hashed and tested: canonical, and pruned where the problem prunes."""
@@ -293,7 +294,7 @@ def walk_sites(problem: Problem, candidates_at: Callable[[str, int], list[str] |
                     yield candidate
                 i += 1
 
-        adopted = problem.first(variants())
+        adopted = problem.adopt_first(variants())
         if adopted is None:
             return
         start = hits.get(adopted, start)

@@ -22,7 +22,7 @@ def tidy(problem: Problem) -> None:
     """
     tree = fresh(problem.current)
     tidy_tree(tree)
-    problem.test(unparse(tree))
+    problem.try_adopt(unparse(tree))
 
 
 def _chunk_sites(tree: ast.Module) -> list[tuple[int, int, int]]:
