@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from app.gallery import load_cases  # noqa: E402
 from engine.child import casting  # noqa: E402
-from engine.child.comparison import CallSettings, compare_call, seed_everything  # noqa: E402
+from engine.child.comparison import CallSettings, compare_call  # noqa: E402
 from engine.child.leaves import flatten, map_tensors  # noqa: E402
+from engine.child.seeding import seed_everything  # noqa: E402
 from engine.judge.verdicts import Verdict, worst  # noqa: E402
 from engine.snippet import SnippetStyle, detect_style, execute, program_from_namespace  # noqa: E402
 

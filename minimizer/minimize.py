@@ -7,6 +7,11 @@ not minimized); the final candidate is re-checked once more, with its first dive
 flip is reported as flakiness); the repro is offered as verified only when a fresh interpreter running
 it exits 1 and says DIVERGENT. When the final repro does not, the last adopted candidate whose repro
 does is offered instead, and the notes say so: an unverified repro is never the main result.
+
+`minimize` reads as the phases, in order, over a `_Context` (what every phase reads: the inputs, the
+oracle and its signature, the clock, the notes): starting (from a checkpoint, tidied), reducing (our
+passes, shrinkray's polish, the finishing passes), confirming (the re-check, the repro in a fresh
+interpreter, the fall back) and reporting (the ablation ladder). Each phase is a function below.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from engine import CheckOptions, Runner
 from minimizer.oracle import Checked, DivergenceOracle, Signature
@@ -74,115 +79,134 @@ def minimize(
     `should_stop` is polled before every oracle batch, between the phases and while the repro runs in its
     fresh process; once it returns True the best candidate so far is returned at once with `stopped=True`.
     """
-    started = time.monotonic()
-    stop = should_stop or (lambda: False)
-    deadline = started + budget_s if budget_s is not None else None
-    notes: list[str] = []
+    ctx = _Context.establish(
+        source, options, runner, work_dir, budget_s=budget_s, python=python, filename=filename, on_note=on_note, should_stop=should_stop
+    )
+    problem = _starting_problem(ctx, checkpoint_root, on_progress)
+    stats = _reduce(ctx, problem, use_graph=use_graph, use_shrinkray=use_shrinkray)
+    if ctx.stop():
+        return _stopped(ctx, problem, stats)
+    confirmation = _confirm(ctx, problem)
+    cut_short = ctx.stop()  # the repro run may have been killed for it; the ablation is skipped
+    report = _report(ctx, confirmation) if ablation and not cut_short else None
+    oracle = ctx.oracle
+    return ctx.result(
+        problem,
+        stats,
+        confirmation.final,
+        confirmed=confirmation.confirmed,
+        repro=confirmation.repro,
+        repro_verified=confirmation.verified,
+        repro_output=confirmation.output,
+        report=report,
+        stopped=cut_short,
+        fell_back=confirmation.fell_back,
+        guard_calls=oracle.guard_calls,
+        guard_seconds=oracle.guard_seconds,
+        final_check=confirmation.final_run,
+        refused=tuple(sorted(oracle.refusals().items())),
+    )
 
-    def note(text: str) -> None:
-        notes.append(text)
-        if on_note is not None:
-            on_note(text)
 
-    oracle = DivergenceOracle(runner, options, work_dir / "runs", filename=filename)
-    signature = oracle.establish(source)
-    note(f"target: {signature.describe()}")
-    start = canonical(source)
+# -- the context: what every phase of one minimization reads --
+@dataclass(frozen=True)
+class _Context:
+    """One minimization's inputs, its oracle and established signature, its clock, and where its notes go.
 
+    Frozen: the phases share it and change none of it (the notes list only grows); what a phase changes is
+    the Problem's current candidate, which it receives on its own.
+    """
+
+    source: str
+    options: CheckOptions
+    runner: Runner
+    work_dir: Path
+    python: str | None  # the interpreter the repro is verified in (None: the runner's)
+    oracle: DivergenceOracle
+    signature: Signature
+    started: float  # time.monotonic() when the minimization began
+    deadline: float | None
+    stop: Callable[[], bool]
+    on_note: Callable[[str], None] | None
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def establish(
+        cls,
+        source: str,
+        options: CheckOptions,
+        runner: Runner,
+        work_dir: Path,
+        *,
+        budget_s: float | None,
+        python: str | None,
+        filename: str,
+        on_note: Callable[[str], None] | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> _Context:
+        """Establish the signature (see `DivergenceOracle.establish`); the budget's clock starts before it."""
+        started = time.monotonic()
+        deadline = started + budget_s if budget_s is not None else None
+        oracle = DivergenceOracle(runner, options, work_dir / "runs", filename=filename)
+        signature = oracle.establish(source)
+        ctx = cls(source, options, runner, work_dir, python, oracle, signature, started, deadline, should_stop or (lambda: False), on_note)
+        ctx.note(f"target: {signature.describe()}")
+        return ctx
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        if self.on_note is not None:
+            self.on_note(text)
+
+    def emit_repro(self, program: str) -> str:
+        """The self-checking repro of `program`, with the switches the signature was established with; runs nothing."""
+        return emit(program, self.oracle.candidate_options, seed=self.options.seed, roundings=self.oracle.scalar_roundings)
+
+    def check_repro(self, program: str) -> tuple[str | None, Verification | None]:
+        """`program`'s repro and what running it in a fresh interpreter said; (None, None) where none can be emitted."""
+        try:
+            script = self.emit_repro(program)
+        except ReproError as exc:
+            self.note(f"no generated harness: {exc}")
+            return None, None
+        return script, verify(script, self.python or self.runner.python, self.options.timeout_s, self.work_dir / "verify", self.stop, self.runner.cache_dir)
+
+    def result(self, problem: Problem, stats: ReduceStats, minimized: str, **outcome: Any) -> MinimizeResult:
+        """The result: what every minimization reports, and `outcome`, what its ending found."""
+        return MinimizeResult(
+            original=self.source,
+            minimized=minimized,
+            signature=self.signature,
+            initial=measure(self.source),
+            final=measure(minimized),
+            stats=problem.stats(stats.budget_exhausted),
+            oracle_calls=self.oracle.calls,
+            elapsed_s=time.monotonic() - self.started,
+            notes=tuple(self.notes),
+            **outcome,
+        )
+
+
+# -- starting: from the checkpoint's best where it still diverges, tidied where the oracle agrees --
+def _starting_problem(ctx: _Context, checkpoint_root: Path | None, on_progress: Callable[[ReduceProgress], None] | None) -> Problem:
+    """The problem to reduce: the canonical original, or a smaller best from a checkpoint that still diverges."""
+    start = canonical(ctx.source)
     checkpoint = checkpoint_root / digest(start) if checkpoint_root is not None else None
     rejected: list[str] = []
     resumed: str | None = None
     if checkpoint is not None:
         best, rejected = load_checkpoint(checkpoint)
-        if best is not None and sort_key(best) < sort_key(start) and oracle.test_many([best])[0]:
+        if best is not None and sort_key(best) < sort_key(start) and ctx.oracle.test_many([best])[0]:
             resumed = best
-            note(f"resuming from the checkpoint in {checkpoint} ({measure(best).tokens} tokens)")
+            ctx.note(f"resuming from the checkpoint in {checkpoint} ({measure(best).tokens} tokens)")
     plausible = keeps_style(start)
-    problem = Problem(resumed or start, oracle, on_progress, deadline, checkpoint, rejected, should_stop=stop, plausible=plausible)
-    if not stop() and not _tidy_first(problem):
+    problem = Problem(resumed or start, ctx.oracle, on_progress, ctx.deadline, checkpoint, rejected, should_stop=ctx.stop, plausible=plausible)
+    if not ctx.stop() and not _tidy_first(problem):
         # dead code the program needs (a draw that shifts the RNG, say): prune nothing behind the oracle's back
-        note("tidying the program loses the divergence: dead code is removed only where the oracle agrees")
+        ctx.note("tidying the program loses the divergence: dead code is removed only where the oracle agrees")
     else:
         problem.normalize = _pruned
-
-    graph_passes: list[ReductionPass] = [graph_rewrite(oracle.fx_graphs), truncate_output, promote_to_inputs(oracle.fx_graphs)]
-    passes: list[ReductionPass] = (graph_passes if use_graph else []) + list(SOURCE_PASSES)
-    stats = Reducer(passes).run(problem)
-
-    if use_shrinkray and not stats.budget_exhausted and not stop():
-        polish_with_shrinkray(problem, oracle, deadline, note, plausible)
-        if (deadline is None or time.monotonic() < deadline) and not stop():
-            stats = _merge(stats, Reducer(passes).run(problem))
-    if not stats.budget_exhausted and not stop():
-        stats = _merge(stats, Reducer(FINISHING_PASSES).run(problem))
-
-    final = problem.current
-    if stop():
-        note("stopped: the best candidate so far, not re-checked and without a verified repro")
-        return _stopped(source, final, signature, problem, stats, oracle, started, options, notes)
-    run_options = oracle.candidate_options  # the switches the signature was established with go into the repro
-
-    def check_repro(program: str) -> tuple[str | None, Verification | None]:
-        try:
-            script = emit(program, run_options, seed=options.seed, roundings=oracle.scalar_roundings)
-        except ReproError as exc:
-            note(f"no generated harness: {exc}")
-            return None, None
-        return script, verify(script, python or runner.python, options.timeout_s, work_dir / "verify", stop, runner.cache_dir)
-
-    # the re-check runs in the worker and the repro in a fresh interpreter: side by side, not one after the other
-    with ThreadPoolExecutor(1) as pool:
-        verifying = pool.submit(check_repro, final)
-        final_run = oracle.final_check(final)
-        repro, check = verifying.result()
-    fell_back = False
-    if check is not None and not check.reproduces and not stop():
-        note(f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}): {_last_line(check.output)}")
-        found = fall_back(problem.history, check_repro, stop)
-        if found is not None:
-            final, repro, check = found
-            fell_back = True
-            final_run = oracle.final_check(final)
-            note(f"fell back to the last candidate whose repro reproduces ({measure(final).tokens} tokens)")
-    confirmed = oracle.confirmed(final_run)
-    if not confirmed:
-        note("FLAKY: the final candidate did not reproduce the signature when re-checked; treat the result with suspicion")
-    verified = check is not None and check.reproduces
-    output = check.output if check is not None else ""
-    if check is not None and not verified:
-        note(f"no candidate's repro reproduced in a fresh process (exit {check.exit_code}); not offered as verified")
-    repro = repro or final
-    cut_short = stop()  # the repro run may have been killed for it; the ablation is skipped
-
-    report = None
-    if ablation and not cut_short:
-        from minimizer.report import locate, render
-
-        rows, _ = locate(runner, final, options, signature, work_dir / "ablation")  # the ladder as the user runs it
-        report = render(final, signature, final_run, rows, verified)
-
-    return MinimizeResult(
-        original=source,
-        minimized=final,
-        signature=signature,
-        initial=measure(source),
-        final=measure(final),
-        stats=problem.stats(stats.budget_exhausted),
-        oracle_calls=oracle.calls,
-        elapsed_s=time.monotonic() - started,
-        confirmed=confirmed,
-        repro=repro,
-        repro_verified=verified,
-        repro_output=output,
-        report=report,
-        notes=tuple(notes),
-        stopped=cut_short,
-        fell_back=fell_back,
-        guard_calls=oracle.guard_calls,
-        guard_seconds=oracle.guard_seconds,
-        final_check=final_run,
-        refused=tuple(sorted(oracle.refusals().items())),
-    )
+    return problem
 
 
 def _pruned(source: str) -> str:
@@ -195,44 +219,25 @@ def _tidy_first(problem: Problem) -> bool:
     tidy_tree(tree)
     tidied = unparse(tree)
     try:
-        return tidied == problem.current or problem.test(tidied)
+        return tidied == problem.current or problem.try_adopt(tidied)
     except BudgetExhausted:  # out of time (or asked to stop) before the first candidate: nothing was refused
         return True
 
 
-def _last_line(output: str) -> str:
-    lines = [line for line in output.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(no output)"
+# -- reducing: our passes to a fixpoint, shrinkray's polish and our passes again, then the finishing passes --
+def _reduce(ctx: _Context, problem: Problem, *, use_graph: bool, use_shrinkray: bool) -> ReduceStats:
+    """Reduce `problem` in place; the stats of the last reduction, or of the one that ran out of budget."""
+    graph_passes: list[ReductionPass] = [graph_rewrite(ctx.oracle.fx_graphs), truncate_output, promote_to_inputs(ctx.oracle.fx_graphs)]
+    passes: list[ReductionPass] = (graph_passes if use_graph else []) + list(SOURCE_PASSES)
+    stats = Reducer(passes).run(problem)
 
-
-def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None, Verification | None]],
-               stop: Callable[[], bool]) -> tuple[str, str, Verification] | None:
-    """The last adopted candidate whose repro reproduces, by bisection over the history (the last one failed)."""
-    lo, hi = -1, len(history) - 1  # history[hi] fails; history[lo] (once tested) reproduces
-    best: tuple[str, str, Verification] | None = None
-    while hi - lo > 1 and not stop():
-        mid = (lo + hi + 1) // 2 if lo >= 0 else 0  # the original first: if it fails too, nothing will do
-        script, check = check_repro(history[mid])
-        if script is not None and check is not None and check.reproduces:
-            lo, best = mid, (history[mid], script, check)
-        elif mid == 0:
-            return None
-        else:
-            hi = mid
-    return best
-
-
-def _stopped(source: str, final: str, signature: Signature, problem: Problem, stats: ReduceStats, oracle: DivergenceOracle,
-             started: float, options: CheckOptions, notes: list[str]) -> MinimizeResult:
-    try:
-        repro: str | None = emit(final, oracle.candidate_options, seed=options.seed, roundings=oracle.scalar_roundings)  # emitting runs nothing
-    except ReproError:
-        repro = final
-    return MinimizeResult(
-        original=source, minimized=final, signature=signature, initial=measure(source), final=measure(final),
-        stats=problem.stats(stats.budget_exhausted), oracle_calls=oracle.calls, elapsed_s=time.monotonic() - started,
-        confirmed=False, repro=repro, repro_verified=False, repro_output="", report=None, notes=tuple(notes), stopped=True,
-    )
+    if use_shrinkray and not stats.budget_exhausted and not ctx.stop():
+        polish_with_shrinkray(problem, ctx.oracle, ctx.deadline, ctx.note, problem.plausible)
+        if (ctx.deadline is None or time.monotonic() < ctx.deadline) and not ctx.stop():
+            stats = _merge(stats, Reducer(passes).run(problem))
+    if not stats.budget_exhausted and not ctx.stop():
+        stats = _merge(stats, Reducer(FINISHING_PASSES).run(problem))
+    return stats
 
 
 def _merge(a: ReduceStats, b: ReduceStats) -> ReduceStats:
@@ -277,3 +282,95 @@ def polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline: 
         note(f"shrinkray polish: {measure(before).tokens} -> {measure(problem.current).tokens} tokens in {run.seconds:.0f} s")
     else:
         note(f"shrinkray polish found nothing smaller in {run.seconds:.0f} s")
+
+
+# -- stopped between phases: the best candidate so far, neither re-checked nor verified --
+def _stopped(ctx: _Context, problem: Problem, stats: ReduceStats) -> MinimizeResult:
+    """Asked to stop before the end: the best candidate so far, with the repro emitted but not run."""
+    ctx.note("stopped: the best candidate so far, not re-checked and without a verified repro")
+    final = problem.current
+    try:
+        repro = ctx.emit_repro(final)  # emitting runs nothing
+    except ReproError:
+        repro = final
+    return ctx.result(
+        problem, stats, final, confirmed=False, repro=repro, repro_verified=False, repro_output="", report=None, stopped=True
+    )
+
+
+# -- confirming: the final re-check, the repro in a fresh interpreter, and the fall back when it does not reproduce --
+@dataclass(frozen=True)
+class _Confirmation:
+    """The candidate offered (an earlier one where the last one's repro did not reproduce), its re-check and its repro."""
+
+    final: str
+    final_run: Checked
+    repro: str  # the repro script, or the candidate itself where none could be emitted
+    check: Verification | None  # the repro's run in a fresh interpreter; None where none could be emitted
+    fell_back: bool
+    confirmed: bool  # the re-check reproduced the signature
+
+    @property
+    def verified(self) -> bool:
+        return self.check is not None and self.check.reproduces
+
+    @property
+    def output(self) -> str:
+        return self.check.output if self.check is not None else ""
+
+
+def _confirm(ctx: _Context, problem: Problem) -> _Confirmation:
+    """Re-check the final candidate and verify its repro; where the repro does not reproduce, fall back."""
+    final = problem.current
+    # the re-check runs in the worker and the repro in a fresh interpreter: side by side, not one after the other
+    with ThreadPoolExecutor(1) as pool:
+        verifying = pool.submit(ctx.check_repro, final)
+        final_run = ctx.oracle.final_check(final)
+        repro, check = verifying.result()
+    fell_back = False
+    if check is not None and not check.reproduces and not ctx.stop():
+        ctx.note(f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}): {_last_line(check.output)}")
+        found = fall_back(problem.history, ctx.check_repro, ctx.stop)
+        if found is not None:
+            final, repro, check = found
+            fell_back = True
+            final_run = ctx.oracle.final_check(final)
+            ctx.note(f"fell back to the last candidate whose repro reproduces ({measure(final).tokens} tokens)")
+    confirmed = ctx.oracle.confirmed(final_run)
+    if not confirmed:
+        ctx.note("FLAKY: the final candidate did not reproduce the signature when re-checked; treat the result with suspicion")
+    confirmation = _Confirmation(final, final_run, repro or final, check, fell_back, confirmed)
+    if check is not None and not confirmation.verified:
+        ctx.note(f"no candidate's repro reproduced in a fresh process (exit {check.exit_code}); not offered as verified")
+    return confirmation
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None, Verification | None]],
+               stop: Callable[[], bool]) -> tuple[str, str, Verification] | None:
+    """The last adopted candidate whose repro reproduces, by bisection over the history (the last one failed)."""
+    lo, hi = -1, len(history) - 1  # history[hi] fails; history[lo] (once tested) reproduces
+    best: tuple[str, str, Verification] | None = None
+    while hi - lo > 1 and not stop():
+        mid = (lo + hi + 1) // 2 if lo >= 0 else 0  # the original first: if it fails too, nothing will do
+        script, check = check_repro(history[mid])
+        if script is not None and check is not None and check.reproduces:
+            lo, best = mid, (history[mid], script, check)
+        elif mid == 0:
+            return None
+        else:
+            hi = mid
+    return best
+
+
+# -- reporting: the ablation ladder, run as the user runs it --
+def _report(ctx: _Context, confirmation: _Confirmation) -> str:
+    """The report of the offered candidate: its signature, its re-check and the ablation ladder."""
+    from minimizer.report import locate, render
+
+    rows, _ = locate(ctx.runner, confirmation.final, ctx.options, ctx.signature, ctx.work_dir / "ablation")  # the ladder as the user runs it
+    return render(confirmation.final, ctx.signature, confirmation.final_run, rows, confirmation.verified)

@@ -1,7 +1,7 @@
 """The reduction loop: the current best candidate, the oracle that guards it, and the passes run to a fixpoint.
 
 A pass is a plain function `(Problem) -> None` that proposes smaller variants of `problem.current`
-through `problem.first(...)`. The Problem keeps the invariants: a candidate is adopted only if it is
+through `problem.adopt_first(...)`. The Problem keeps the invariants: a candidate is adopted only if it is
 strictly smaller under `sort_key` and interesting; every candidate is hashed and tested at most once;
 static non-starters never reach the oracle; the best candidate is checkpointed, so a re-run resumes.
 """
@@ -128,7 +128,7 @@ class Problem:
         self.history: list[str] = [initial]  # every adopted candidate, in order: what a failed repro falls back along
 
     # -- the one entry point passes use --
-    def first(self, candidates: Iterable[str]) -> str | None:
+    def adopt_first(self, candidates: Iterable[str]) -> str | None:
         """Test candidates in order (in parallel batches) and adopt the smallest interesting one of the first
         batch that has any; None if none is."""
         it: Iterator[str] = iter(candidates)
@@ -177,8 +177,9 @@ class Problem:
         self._adopt(candidate)
         return True
 
-    def test(self, candidate: str) -> bool:
-        return self.first([candidate]) is not None
+    def try_adopt(self, candidate: str) -> bool:
+        """Test one candidate and adopt it if it is interesting and smaller; whether it was adopted."""
+        return self.adopt_first([candidate]) is not None
 
     def prepare(self, raw: str) -> str:
         """A candidate as it is hashed and tested: canonical, and pruned where the problem prunes."""
@@ -274,7 +275,7 @@ class Problem:
 ReductionPass = Callable[[Problem], None]
 
 
-def sweep(problem: Problem, candidates_at: Callable[[str, int], list[str] | None]) -> None:
+def walk_sites(problem: Problem, candidates_at: Callable[[str, int], list[str] | None]) -> None:
     """Walk the sites of the current candidate in order; after an adoption, carry on from the same site.
 
     `candidates_at(source, i)` lists the variants at site i, or None past the last site. Sites are
@@ -293,7 +294,7 @@ def sweep(problem: Problem, candidates_at: Callable[[str, int], list[str] | None
                     yield candidate
                 i += 1
 
-        adopted = problem.first(variants())
+        adopted = problem.adopt_first(variants())
         if adopted is None:
             return
         start = hits.get(adopted, start)
@@ -303,7 +304,7 @@ TreeEdit = Callable[[ast.Module], None]  # an edit of one site, applied in place
 
 
 def everything_then_each(problem: Problem, sites: Callable[[ast.Module], list[TreeEdit]]) -> None:
-    """Sweep edits of a kind: all of them at once first (one call when they all hold), then one at a time.
+    """Try edits of a kind: all of them at once first (one call when they all hold), then one at a time.
 
     `sites(tree)` lists the edits of that tree, each a function that applies itself to it in place.
     """
@@ -322,7 +323,7 @@ def everything_then_each(problem: Problem, sites: Callable[[ast.Module], list[Tr
         sites(tree)[i](tree)
         return out + [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 class Reducer:

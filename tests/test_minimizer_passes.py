@@ -158,7 +158,7 @@ def test_a_batch_adopts_its_smallest_interesting_candidate() -> None:
     oracle = PredicateOracle(lambda s: True)
     oracle.parallelism = 2
     problem = Problem("a = 1\nb = 2\nc = 3\n", oracle)
-    problem.first(["a = 1\nb = 2\n", "a = 1\n"])
+    problem.adopt_first(["a = 1\nb = 2\n", "a = 1\n"])
     assert problem.current == "a = 1\n"
 
 

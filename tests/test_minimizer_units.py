@@ -100,10 +100,10 @@ def test_candidates_that_lose_the_snippet_style_never_reach_the_oracle() -> None
 def test_an_edit_the_oracle_refused_is_not_proposed_again_in_another_context() -> None:
     asked: list[str] = []
     problem = Problem("a = 1\nb = 2\nc = 3\nprint(a, c)\n", PredicateOracle(lambda s: asked.append(s) is None and "a = 1" in s))
-    assert problem.test("b = 2\nc = 3\nprint(2, c)\n") is False  # the edit: drop `a = 1`, change the print
-    assert problem.test("a = 1\nc = 3\nprint(a, c)\n")  # adopted: another context
+    assert problem.try_adopt("b = 2\nc = 3\nprint(2, c)\n") is False  # the edit: drop `a = 1`, change the print
+    assert problem.try_adopt("a = 1\nc = 3\nprint(a, c)\n")  # adopted: another context
     asked.clear()
-    assert problem.test("c = 3\nprint(2, c)\n") is False and asked == []  # a different program, but not the same edit
+    assert problem.try_adopt("c = 3\nprint(2, c)\n") is False and asked == []  # a different program, but not the same edit
     assert problem.stats().skipped_edits == 1
 
 

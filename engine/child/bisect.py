@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from engine.child.comparison import StageError
+from engine.child.errors import StageError
 from engine.child.execution import Run, merge_outcomes, run_program, run_repro
 from engine.judge.verdicts import Verdict
 from engine.localization.reports import BISECT_FILE, BISECT_STATE_DIR, BisectReport, explain

@@ -21,7 +21,10 @@ import torch
 from engine import arrays as stored_arrays
 from engine.child import casting
 from engine.child.capture import capture_generated_code
-from engine.child.comparison import CallOutcome, CallSettings, StageError, StoredLeaf, compare_call, seed_everything, stage_error
+from engine.child.comparison import CallOutcome, CallSettings, compare_call
+from engine.child.errors import StageError, stage_error
+from engine.child.leaf_builder import StoredLeaf
+from engine.child.seeding import seed_everything
 from engine.judge import oracle
 from engine.judge.metrics import host_array
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, worst

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.child.capture import capture_generated_code
-from engine.child.comparison import StageError
+from engine.child.errors import StageError
 from engine.child.execution import Run, merge_outcomes, run_program, run_repro
 from engine.judge.verdicts import Verdict
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport, NodeDiff

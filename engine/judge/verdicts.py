@@ -62,7 +62,6 @@ class Witness(str, Enum):
 
     FP64 = "fp64"  # the three-way rule against the plain fp64 reference
     FAITHFUL = "faithful-fp64"  # the same rule against the fp64 reference run with eager's scalar roundings and draws
-    NUDGE = "nudge"  # eager's own movement under inputs nudged by a few ULPs: no fp64 reference models the program
     TOLERANCE = "tolerance"  # no fp64 reference at all: torch.testing's default tolerances
 
 

@@ -1,8 +1,7 @@
 """The witnesses beside the plain fp64 reference: what they measured, and when they outrank it.
 
 Pure: plain numbers in, a decision out. The child side measures (engine/child/faithful.py runs the
-faithful reference, engine/child/nudge.py eager's own movement); engine/judge/oracle.py states the
-constants and the measurements behind them.
+faithful reference); engine/judge/oracle.py states the constants and the measurements behind them.
 """
 
 from __future__ import annotations

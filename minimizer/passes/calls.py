@@ -10,7 +10,7 @@ import ast
 import copy
 from typing import cast
 
-from minimizer.reducer import Problem, sweep
+from minimizer.reducer import Problem, walk_sites
 from minimizer.syntax import ENTRY_POINTS, fresh, nodes_of, replace_node, unparse
 
 _OPERATIONS = (ast.Call, ast.BinOp, ast.UnaryOp)
@@ -57,7 +57,7 @@ def replace_with_operand(problem: Problem) -> None:
             out.append(unparse(tree))
         return out
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def drop_keyword_arguments(problem: Problem) -> None:
@@ -81,7 +81,7 @@ def drop_keyword_arguments(problem: Problem) -> None:
         del call.keywords[k]
         return out + [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def _inlinable(cls: ast.ClassDef) -> ast.FunctionDef | None:
@@ -134,7 +134,7 @@ def inline_modules(problem: Problem) -> None:
                 replace_node(tree, call, ast.Name(cls.name, ast.Load()))
         return [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def _temporaries(tree: ast.AST) -> list[tuple[ast.FunctionDef, ast.Assign]]:
@@ -178,7 +178,7 @@ def inline_temporaries(problem: Problem) -> None:
         _inline(tree, *_temporaries(tree)[i])
         return out + [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def _one_liner(function: ast.FunctionDef) -> ast.expr | None:
@@ -243,4 +243,4 @@ def inline_functions(problem: Problem) -> None:
             tree.body.remove(function)
         return [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)

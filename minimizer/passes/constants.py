@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from minimizer.reducer import Problem, TreeEdit, everything_then_each, sweep
+from minimizer.reducer import Problem, TreeEdit, everything_then_each, walk_sites
 from minimizer.syntax import fresh, nodes_of, replace_node, unparse
 
 _DTYPES = {"float64", "double", "float16", "half", "bfloat16", "float32", "complex64", "complex128"}
@@ -55,7 +55,7 @@ def shrink_integers(problem: Problem) -> None:
                 together.append(unparse(tree))
         return together + [_set_constant(source, int, i, t) for t in targets]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def shorten_floats(problem: Problem) -> None:
@@ -78,7 +78,7 @@ def shorten_floats(problem: Problem) -> None:
         targets = dict.fromkeys(float(f"{v:.{d}g}") for d in (1, 2, 3))
         return out + [_set_constant(source, float, i, t) for t in targets if t != v and len(repr(t)) < len(repr(v))]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def _sequences(tree: ast.AST) -> list[ast.List | ast.Tuple]:
@@ -148,7 +148,7 @@ def shrink_sequences(problem: Problem) -> None:
             out += each_way(lambda tree, seq, a=start, b=start + size: setattr(seq, "elts", seq.elts[:a] + seq.elts[b:]))
         return list(dict.fromkeys(out))  # "together" is "alone" where a literal has no partner
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def simplify_dtypes(problem: Problem) -> None:
@@ -171,7 +171,7 @@ def simplify_dtypes(problem: Problem) -> None:
         dtype_nodes(tree)[i].attr = "float"
         return [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def drop_signs(problem: Problem) -> None:

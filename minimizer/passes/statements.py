@@ -1,6 +1,6 @@
 """Passes over statements: delete them, unwrap their blocks, drop unused imports and parameters.
 
-Each pass proposes variants of `problem.current` via `sweep`, so it keeps the reducer's invariants:
+Each pass proposes variants of `problem.current` via `walk_sites`, so it keeps the reducer's invariants:
 only strictly smaller, interesting candidates are adopted, and every site is revisited after a change.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from minimizer.reducer import Problem, sweep
+from minimizer.reducer import Problem, walk_sites
 from minimizer.syntax import blocks, entry_function, fresh, input_tuples, nodes_of, tidy_tree, unparse, used_names
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
@@ -22,7 +22,7 @@ def tidy(problem: Problem) -> None:
     """
     tree = fresh(problem.current)
     tidy_tree(tree)
-    problem.test(unparse(tree))
+    problem.try_adopt(unparse(tree))
 
 
 def _chunk_sites(tree: ast.Module) -> list[tuple[int, int, int]]:
@@ -53,7 +53,7 @@ def delete_statements(problem: Problem) -> None:
         del blocks(tree)[b][start : start + size]
         return [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def lift_branches(problem: Problem) -> None:
@@ -80,7 +80,7 @@ def lift_branches(problem: Problem) -> None:
             out.append(unparse(tree))
         return out
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def remove_unused_imports(problem: Problem) -> None:
@@ -106,7 +106,7 @@ def remove_unused_imports(problem: Problem) -> None:
                     block.remove(imp)
         return [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)
 
 
 def drop_parameters(problem: Problem) -> None:
@@ -131,4 +131,4 @@ def drop_parameters(problem: Problem) -> None:
             del t.elts[i]
         return [unparse(tree)]
 
-    sweep(problem, at)
+    walk_sites(problem, at)

@@ -1,0 +1,244 @@
+"""Turn one call's finished runs into judged leaves: outputs, mutated inputs, updated module state, gradients.
+
+Each leaf pairs eager with compiled (and the fp64 reference) by name, is measured (engine.judge.metrics,
+engine.judge.summary) and judged (engine.judge.oracle); what viewers need of it is kept as a StoredLeaf.
+
+Apart from comparison.py, which runs the call: building reads finished runs and runs nothing, and the
+comparison builds twice when the faithful reference replaces the plain one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from engine.child.leaves import flatten, tensors_of
+from engine.judge import oracle
+from engine.judge.metrics import LOW_PRECISION, Operands, bitwise_equal, operands
+from engine.judge.summary import summarize
+from engine.judge.verdicts import LeafKind, Symptom, Verdict
+from engine.judge.witness import FaithfulReference
+from engine.result import LeafResult
+
+
+class JudgingSettings(Protocol):
+    """What the builder reads of a call's settings (comparison.CallSettings), named here so that this module
+    need not import the one that imports it."""
+
+    strict: bool
+    factor: float
+    noise_ulps: float
+    max_stored_elements: int
+
+    def note(self, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class StoredLeaf:
+    """What is kept of a compared leaf for viewers: its operands (still on their device) unless it is
+    above the storage limit, and the check's summary of it (engine.judge.summary)."""
+
+    operands: Operands | None
+    summary: dict[str, np.ndarray]
+
+
+class LeafBuilder:
+    """The judged leaves of one call, built group by group (outputs, mutations, state, gradients), and the
+    stored arrays of those that have elements."""
+
+    def __init__(self, settings: JudgingSettings, prefix: str, faithful: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None) -> None:
+        self.settings = settings
+        self.prefix = prefix
+        self.faithful = faithful  # what the faithful reference did differently, when the reference is that one
+        self.plain = plain or {}  # leaf name -> eager's error (RMS, max) against the plain fp64 reference
+        self.leaves: list[LeafResult] = []
+        self.arrays: dict[str, StoredLeaf] = {}
+        self.low_precision = False
+
+    def outputs(self, e_out: Any, c_out: Any, r_out: Any) -> None:
+        e_leaves = dict(flatten(e_out))
+        c_leaves = dict(flatten(c_out))
+        r_leaves = dict(flatten(r_out)) if r_out is not None else {}
+        if list(e_leaves) != list(c_leaves):
+            only_e = [k for k in e_leaves if k not in c_leaves]
+            only_c = [k for k in c_leaves if k not in e_leaves]
+            self._structural(
+                "out",
+                LeafKind.OUTPUT,
+                (Symptom.TYPE,),
+                f"output structure differs: only eager has {only_e or 'nothing'}, only compiled has {only_c or 'nothing'}",
+            )
+        for name in e_leaves:
+            if name in c_leaves:
+                self.leaf(name, LeafKind.OUTPUT, e_leaves[name], c_leaves[name], r_leaves.get(name))
+
+    def mutations(self, pristine: Any, eager_inputs: Any, compiled_inputs: Any, ref_inputs: Any) -> None:
+        before = dict(tensors_of(pristine[0], "args") + tensors_of(pristine[1], "kwargs"))
+        eager = dict(tensors_of(eager_inputs[0], "args") + tensors_of(eager_inputs[1], "kwargs"))
+        compiled = dict(tensors_of(compiled_inputs[0], "args") + tensors_of(compiled_inputs[1], "kwargs"))
+        ref = dict(tensors_of(ref_inputs[0], "args") + tensors_of(ref_inputs[1], "kwargs")) if ref_inputs is not None else {}
+        for path, original in before.items():
+            e, c = eager.get(path), compiled.get(path)
+            if e is None or c is None:
+                continue
+            self._changed_pair(f"input {path}", LeafKind.MUTATED_INPUT, original, e, c, ref.get(path), "mutated")
+
+    def state(self, saved: dict[str, torch.Tensor], e_state: dict[str, torch.Tensor], c_state: dict[str, torch.Tensor], r_state: dict[str, torch.Tensor]) -> None:
+        for name, original in saved.items():
+            e, c = e_state.get(name), c_state.get(name)
+            if e is None or c is None:
+                continue
+            self._changed_pair(f"state {name}", LeafKind.STATE, original, e, c, r_state.get(name), "updated")
+
+    def gradients(self, e_grads: dict[str, torch.Tensor], c_grads: dict[str, torch.Tensor], r_grads: dict[str, torch.Tensor]) -> None:
+        for name in sorted(set(e_grads) | set(c_grads)):
+            e, c = e_grads.get(name), c_grads.get(name)
+            if e is None or c is None:
+                side = "eager" if e is not None else "compiled"
+                self._structural(f"grad {name}", LeafKind.GRADIENT, (Symptom.TYPE,), f"only {side} computed a gradient for {name}")
+                continue
+            self.leaf(f"grad {name}", LeafKind.GRADIENT, e, c, r_grads.get(name))
+
+    def _changed_pair(self, name: str, kind: LeafKind, original: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor | None, verb: str) -> None:
+        e_changed, c_changed = _changed(original, e), _changed(original, c)
+        if not (e_changed or c_changed):
+            return
+        extra: tuple[Symptom, ...] = ()
+        detail = ""
+        if e_changed != c_changed:
+            extra = (Symptom.MUTATION,)
+            detail = f"{'eager' if e_changed else 'compiled'} {verb} it in place but {'compiled' if e_changed else 'eager'} did not"
+        self.leaf(name, kind, e, c, r, extra, detail)
+
+    def _structural(self, name: str, kind: LeafKind, symptoms: tuple[Symptom, ...], detail: str) -> None:
+        j = oracle.judge_structure(symptoms, detail)
+        self.leaves.append(LeafResult(name=self.prefix + name, kind=kind, verdict=j.verdict, explanation=j.explanation, symptoms=j.symptoms))
+
+    def leaf(
+        self,
+        name: str,
+        kind: LeafKind,
+        e: Any,
+        c: Any,
+        r: Any,
+        extra: tuple[Symptom, ...] = (),
+        detail: str = "",
+    ) -> None:
+        full = self.prefix + name
+        e_t, c_t, r_t = _as_tensor(e), _as_tensor(c), _as_tensor(r)
+        if e_t is None or c_t is None:
+            same = type(e) is type(c) and e == c
+            if same and not extra:
+                self.leaves.append(LeafResult(full, kind, Verdict.MATCH, f"equal ({e!r})", eager_value=repr(e), compiled_value=repr(c)))
+            else:
+                why = detail or f"eager gave {type(e).__name__} {e!r:.80}, compiled gave {type(c).__name__} {c!r:.80}"
+                self.leaves.append(
+                    LeafResult(full, kind, Verdict.DIVERGENT, why, (*extra, Symptom.TYPE), eager_value=repr(e)[:200], compiled_value=repr(c)[:200])
+                )
+            return
+        shape, c_shape = tuple(e_t.shape), tuple(c_t.shape)
+        dtype, c_dtype = _dtype_name(e_t.dtype), _dtype_name(c_t.dtype)
+        stride, c_stride = tuple(e_t.stride()), tuple(c_t.stride())
+        if e_t.dtype in LOW_PRECISION or c_t.dtype in LOW_PRECISION:
+            self.low_precision = True
+        common = dict(shape=shape, compiled_shape=c_shape, dtype=dtype, compiled_dtype=c_dtype, stride=stride, compiled_stride=c_stride, numel=e_t.numel())
+        structural = list(extra)
+        problems = [detail] if detail else []
+        if shape != c_shape:
+            structural.append(Symptom.SHAPE)
+            problems.append(f"shape {list(shape)} vs compiled {list(c_shape)}")
+        if e_t.dtype != c_t.dtype:
+            structural.append(Symptom.DTYPE)
+            problems.append(f"dtype {dtype} vs compiled {c_dtype}")
+        if Symptom.SHAPE in structural or Symptom.DTYPE in structural:
+            j = oracle.judge_structure(tuple(structural), "; ".join(problems))
+            self.leaves.append(LeafResult(full, kind, j.verdict, j.explanation, j.symptoms, **common))  # type: ignore[arg-type]
+            return
+        if e_t.device != c_t.device:
+            c_t = c_t.to(e_t.device)
+        if _significant_strides(e_t) != _significant_strides(c_t):
+            structural.append(Symptom.STRIDE)
+            problems.append(f"strides {list(stride)} vs compiled {list(c_stride)}")
+        ops = operands(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
+        metrics, summary = summarize(ops, dtype)
+        note = None
+        if self.faithful is not None:
+            plain_rms, plain_max = self.plain.get(full, (None, None))
+            note = FaithfulReference(self.faithful, plain_rms, plain_max)
+        j = oracle.judge_values(metrics, strict=self.settings.strict, factor=self.settings.factor, noise_ulps=self.settings.noise_ulps, faithful=note)
+        verdict, symptoms, explanation = j.verdict, j.symptoms, j.explanation
+        if structural:
+            verdict = Verdict.DIVERGENT
+            symptoms = (*structural, *symptoms)
+            explanation = "; ".join(problems) + ("" if j.verdict is Verdict.MATCH else f"; values: {j.explanation}")
+        stored = None
+        if e_t.numel():
+            stored = full
+            keep = e_t.numel() <= self.settings.max_stored_elements
+            self.arrays[full] = StoredLeaf(ops if keep else None, summary)
+            if not keep:
+                self.settings.note(
+                    f"{full}: {e_t.numel()} elements exceed the storage limit of {self.settings.max_stored_elements}; only the check's "
+                    "summary was kept (the heatmap's blocks of the slice through the worst element, the worst elements, the ULP histogram)"
+                )
+        self.leaves.append(
+            LeafResult(
+                full,
+                kind,
+                verdict,
+                explanation,
+                tuple(symptoms),
+                mismatches=metrics.mismatches,
+                max_abs=metrics.max_abs,
+                max_rel=metrics.max_rel,
+                max_ulp=metrics.max_ulp,
+                nan_mismatches=metrics.nan_mismatches,
+                inf_mismatches=metrics.inf_mismatches,
+                signed_zero_mismatches=metrics.signed_zero_mismatches,
+                eager_ref_rms=metrics.eager_ref_rms,
+                compiled_ref_rms=metrics.compiled_ref_rms,
+                eager_ref_max=metrics.eager_ref_max,
+                compiled_ref_max=metrics.compiled_ref_max,
+                worst_index=metrics.worst_index,
+                eager_value=metrics.eager_value,
+                compiled_value=metrics.compiled_value,
+                arrays=stored,
+                witness=j.witness,
+                **common,  # type: ignore[arg-type]
+            )
+        )
+
+
+def _as_tensor(value: Any) -> torch.Tensor | None:
+    """Tensors as themselves (detached); Python numbers as 0-d tensors so they get the same rules."""
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, bool):
+        return torch.tensor(value)
+    if isinstance(value, int):
+        return torch.tensor(value, dtype=torch.int64) if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.float64)
+    if isinstance(value, complex):
+        return torch.tensor(value, dtype=torch.complex128)
+    return None
+
+
+def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+    if before.shape != after.shape or before.dtype != after.dtype:
+        return True
+    return not bool(bitwise_equal(before.detach().cpu(), after.detach().cpu()).all())
+
+
+def _significant_strides(t: torch.Tensor) -> tuple[int, ...]:
+    """Strides that matter: those of dimensions longer than one (torch is free to choose the rest)."""
+    if t.numel() <= 1:
+        return ()
+    return tuple(s for n, s in zip(t.shape, t.stride()) if n > 1)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
