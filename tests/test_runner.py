@@ -75,3 +75,23 @@ def test_the_queue_is_bounded_and_a_queued_job_cancels_without_running(inductor_
         looping.cancel()
         assert looping.wait(30).error.kind is ErrorKind.CANCELLED
         assert follower.wait(120).verdict is Verdict.MATCH  # handed over when the slot freed
+
+
+def test_a_check_whose_caller_is_gone_records_nothing(tmp_path):
+    """A child whose event pipe is closed (its caller was SIGKILLed) writes no result a resumed sweep would keep."""
+    import subprocess
+    import sys
+
+    script = f"""
+import os
+from engine.child import worker
+from engine import CheckOptions
+read, write = os.pipe()
+os.close(read)  # the caller is gone
+request = {{"job": "j", "run_dir": {str(tmp_path / "run")!r}, "source": {SIMPLE!r}, "filename": "p.py",
+            "options": CheckOptions(backend="eager").to_json()}}
+worker._child(request, worker.Events(write))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "run").is_dir() and not (tmp_path / "run" / "result.json").exists()

@@ -27,14 +27,24 @@ from engine.protocol import OUTPUT_LOG
 MAX_LOG_BYTES = 256 * 1024 * 1024
 
 
-class _Events:
+class CallerGone(BaseException):
+    """The caller closed its end of the protocol (it was killed): what a check would write now, nobody asked for.
+
+    A BaseException, so neither the snippet's `except Exception` nor the check's own error handling records it.
+    """
+
+
+class Events:
     """Writes protocol lines with single os.write calls, so lines from children and the reaper never interleave."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
 
     def send(self, **event: Any) -> None:
-        os.write(self.fd, (json.dumps(event) + "\n").encode())
+        try:
+            os.write(self.fd, (json.dumps(event) + "\n").encode())
+        except BrokenPipeError:
+            raise CallerGone() from None
 
 
 def _limit_resources(memory_limit_mb: int, limit_address_space: bool) -> None:
@@ -46,7 +56,7 @@ def _limit_resources(memory_limit_mb: int, limit_address_space: bool) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _child(request: dict[str, Any], events: _Events) -> None:
+def _child(request: dict[str, Any], events: Events) -> None:
     """Runs in the forked child; never returns."""
     status = 0
     me = os.getpid()
@@ -85,6 +95,10 @@ def _child(request: dict[str, Any], events: _Events) -> None:
                 notes=confinement.notes,
                 after=_localization_step(options, run_dir),
             )
+        except CallerGone:
+            # a killed caller (a SIGKILLed sweep) left this check behind: writing an error result now would make a
+            # resumed sweep keep it as finished instead of running it again
+            pass
         except BaseException as exc:  # run_check turns user errors into results; anything left is ours
             if os.getpid() == me:  # not a copy that the snippet forked
                 internal_error(options, run_dir, exc)
@@ -121,7 +135,7 @@ def _localization_step(options: Any, run_dir: Path) -> Callable[[Any, Any], None
 class _Reaper(threading.Thread):
     """Waits for children and reports how each one ended."""
 
-    def __init__(self, events: _Events) -> None:
+    def __init__(self, events: Events) -> None:
         super().__init__(daemon=True)
         self.events = events
         self.jobs: dict[int, str] = {}
@@ -155,7 +169,7 @@ class _Reaper(threading.Thread):
 
 
 def main() -> None:
-    events = _Events(os.dup(1))
+    events = Events(os.dup(1))
     os.dup2(2, 1)  # stray prints of the worker itself must not corrupt the protocol
     started = time.time()
     import torch
