@@ -89,7 +89,6 @@ def minimize(
     confirmation = _confirm(ctx, problem)
     cut_short = ctx.stop()  # the repro run may have been killed for it; the ablation is skipped
     report = _report(ctx, confirmation) if ablation and not cut_short else None
-    oracle = ctx.oracle
     return ctx.result(
         problem,
         stats,
@@ -101,10 +100,7 @@ def minimize(
         report=report,
         stopped=cut_short,
         fell_back=confirmation.fell_back,
-        guard_calls=oracle.guard_calls,
-        guard_seconds=oracle.guard_seconds,
         final_check=confirmation.final_run,
-        refused=tuple(sorted(oracle.refusals().items())),
     )
 
 
@@ -183,6 +179,9 @@ class _Context:
             oracle_calls=self.oracle.calls,
             elapsed_s=time.monotonic() - self.started,
             notes=tuple(self.notes),
+            guard_calls=self.oracle.guard_calls,
+            guard_seconds=self.oracle.guard_seconds,
+            refused=tuple(sorted(self.oracle.refusals().items())),
             **outcome,
         )
 

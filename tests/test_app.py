@@ -104,6 +104,7 @@ def decode(typed: dict[str, Any]) -> np.ndarray:
     return data.reshape([int(s) for s in str(shape).split(",")]) if shape else data
 
 
+@pytest.mark.slow
 def test_paste_and_run(app: AppTest):
     app.text_area(key="source").input(PROGRAM).run()
     run_check(app)
@@ -117,6 +118,7 @@ def test_paste_and_run(app: AppTest):
     assert record is not None and record.status == DONE and record.verdict == CheckResult.load(Path(record.run_dir)).verdict.value
 
 
+@pytest.mark.slow
 def test_upload_loads_the_file_into_the_editor_and_runs_it(app: AppTest):
     app.file_uploader(key="upload").upload("my_model.py", PROGRAM.encode(), "text/x-python").run()
     assert app.text_area(key="source").value == PROGRAM
@@ -126,6 +128,7 @@ def test_upload_loads_the_file_into_the_editor_and_runs_it(app: AppTest):
     assert any("### my_model.py" in m.value for m in app.markdown)
 
 
+@pytest.mark.slow
 def test_gallery_case_loads_source_and_options_then_runs(app: AppTest):
     app.selectbox(key="gallery_case").select("interpolate_conv_pool_backward").run()
     app.button(key="load_case").click().run()
@@ -139,6 +142,7 @@ def test_gallery_case_loads_source_and_options_then_runs(app: AppTest):
     assert "Float floor division off by one" in app.status[0].label
 
 
+@pytest.mark.slow
 def test_heatmap_figure_is_pooled_small_and_hovers_the_worst_element(app: AppTest, stored_run: tuple[str, CheckResult]):
     run_id, result = stored_run
     app.query_params["run"] = run_id
@@ -292,6 +296,7 @@ def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tup
     assert app.query_params["run"] == run_id and banner(app).startswith(f"**Verdict: {result.verdict.value.upper()}**")
 
 
+@pytest.mark.slow
 def test_the_named_mechanisms_show_in_the_app(app: AppTest):
     # a Python scalar eager rounds to bf16 (the faithful fp64 reference decides), then a random draw (rng)
     app.selectbox(key="gallery_case").select("fmod_remainder_scalar_bf16").run()

@@ -41,6 +41,7 @@ def divergent_run(divergence_home: Path, inductor_cache: Path) -> str:
     return str(run_id)
 
 
+@pytest.mark.slow
 def test_probes_tab_runs_shows_stores_and_opens_a_probe(divergent_run: str) -> None:
     run_id = divergent_run
     at = reopen(run_id)
@@ -69,6 +70,7 @@ def test_probes_tab_runs_shows_stores_and_opens_a_probe(divergent_run: str) -> N
     assert any("Verdict: DIVERGENT" in e.value for e in again.error)
 
 
+@pytest.mark.slow
 def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None:
     run_id = divergent_run
     at = reopen(run_id)

@@ -30,6 +30,7 @@ def metric(at: AppTest, label: str) -> str:
     return found[0] if found else ""
 
 
+@pytest.mark.slow
 def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: Path, inductor_cache: Path):
     at, run_id = check_in_app(APP, SNIPPET.read_text(), TIMEOUT)
     record = RunStore().get(run_id)

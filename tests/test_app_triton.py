@@ -53,6 +53,7 @@ def test_triton_setting_is_off_by_default_and_survives_loading_a_case():
     assert state["opt_triton_cpu"] is True and options_form.options_from_state(state).triton_cpu is True
 
 
+@pytest.mark.slow
 def test_triton_pass_beside_the_check_and_reopened(app: AppTest):
     run_with_triton(app, FUSED)
     status = app.status[0]
@@ -77,6 +78,7 @@ def test_triton_pass_beside_the_check_and_reopened(app: AppTest):
     assert LABEL in texts(again) and any("@triton.jit" in c.value for c in again.code)
 
 
+@pytest.mark.slow
 def test_a_program_the_interpreter_cannot_run_says_why(app: AppTest):
     run_with_triton(app, TANH)
     assert app.status[0].state == "complete"  # the usual check is fine; only the pass could not run

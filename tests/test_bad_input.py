@@ -21,6 +21,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_snippet_reports_its_kind(check, name):
     source, kind, words = CASES[name]
@@ -35,6 +36,7 @@ def test_output_tail_is_captured_when_the_interpreter_dies(check):
     assert "leaving now" in r.error.output_tail
 
 
+@pytest.mark.slow
 def test_worker_still_serves_after_a_crash(check):
     assert check(CASES["segfault"][0]).error.kind is ErrorKind.CRASH
     assert check("import torch\ndef fn(x):\n    return x + 1\ninputs = (torch.ones(3),)\n").verdict is Verdict.MATCH

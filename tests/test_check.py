@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from engine import ErrorKind, LeafKind, Symptom, Verdict, Witness
 from tests.faults import fault_snippet
@@ -17,6 +18,7 @@ def inputs():
 """
 
 
+@pytest.mark.slow
 def test_fn_inputs_style_is_benign_reassociation(check):
     r = check("matmul_sum")
     assert (r.style, r.verdict) == ("fn-inputs", Verdict.BENIGN)
@@ -24,24 +26,28 @@ def test_fn_inputs_style_is_benign_reassociation(check):
     assert leaf.mismatches > 0 and leaf.compiled_ref_rms is not None and "reassociation" in leaf.explanation
 
 
+@pytest.mark.slow
 def test_kernelbench_style(check):
     r = check("kernelbench_gelu")
     assert r.style == "kernelbench" and r.verdict in (Verdict.MATCH, Verdict.BENIGN)
     assert r.leaf("out").shape == (16,)
 
 
+@pytest.mark.slow
 def test_repro_style_checks_every_compiled_call(check):
     r = check("repro_style")
     assert r.style == "repro" and r.verdict is Verdict.MATCH
     assert [l.name for l in r.leaves] == ["call0: out", "call1: out"]
 
 
+@pytest.mark.slow
 def test_precision_cast_verdict_from_a_bf16_chain(check):
     r = check("bf16_chain")
     assert r.verdict is Verdict.PRECISION_CAST
     assert "emulate_precision_casts=True it is bit-identical" in r.leaf("out").explanation
 
 
+@pytest.mark.slow
 def test_dropout_in_training_mode_is_rng_and_matches_with_fallback_random(check):
     r = check("dropout_rng")
     assert r.verdict is Verdict.RNG and r.exit_code == 0 and r.leaf("out").mismatches > 1000
@@ -49,6 +55,7 @@ def test_dropout_in_training_mode_is_rng_and_matches_with_fallback_random(check)
     assert check("dropout_rng", inductor_config={"fallback_random": True}).verdict is Verdict.MATCH
 
 
+@pytest.mark.slow
 def test_a_draw_whose_stream_depends_on_dtype_is_judged_against_eager_s_own_draws(check):
     # rand_like draws other numbers in float64 than in float32, so the plain fp64 reference is as far from eager
     # as compiled is and alone called this benign (the CPU analogue of dropout on CUDA); the gallery's
@@ -59,6 +66,7 @@ def test_a_draw_whose_stream_depends_on_dtype_is_judged_against_eager_s_own_draw
     assert "the plain fp64 reference does not model this program" in r.explanation and "random draws replayed (aten.rand_like" in r.explanation
 
 
+@pytest.mark.slow
 def test_a_bug_behind_a_random_draw_stays_divergent(check):
     r = check("rng_floor_divide")
     leaf = r.leaf("out")
@@ -66,6 +74,7 @@ def test_a_bug_behind_a_random_draw_stays_divergent(check):
     assert "still divergent with fallback_random=True" in leaf.explanation
 
 
+@pytest.mark.slow
 def test_one_ulp_fault_is_shown_by_default_and_divergent_when_strict(check):
     snippet = fault_snippet("ulp", PROGRAM)
     default = check(snippet)
@@ -75,6 +84,7 @@ def test_one_ulp_fault_is_shown_by_default_and_divergent_when_strict(check):
     assert strict.verdict is Verdict.DIVERGENT and strict.leaf("out[0]").symptoms == (Symptom.BITS,)
 
 
+@pytest.mark.slow
 def test_structural_faults_are_divergent(check):
     expected = {"nan": Symptom.NAN, "signed_zero": Symptom.SIGNED_ZERO, "stride": Symptom.STRIDE, "widen": Symptom.DTYPE}
     for fault, symptom in expected.items():
@@ -82,6 +92,7 @@ def test_structural_faults_are_divergent(check):
         assert r.verdict is Verdict.DIVERGENT and symptom in r.leaf("out[0]").symptoms, (fault, r.explanation)
 
 
+@pytest.mark.slow
 def test_lost_input_mutation_is_divergent(check):
     program = "import torch\n\ndef fn(x):\n    x.t().add_(1.0)\n    return x * 2\n\ndef inputs():\n    return (torch.randn(4, 4),)\n"
     assert check(program).verdict in (Verdict.MATCH, Verdict.BENIGN)
@@ -91,6 +102,7 @@ def test_lost_input_mutation_is_divergent(check):
     assert "eager mutated it in place but compiled did not" in leaf.explanation
 
 
+@pytest.mark.slow
 def test_buffers_updated_by_the_call_are_compared(check):
     r = check("batchnorm_train")
     names = {l.name for l in r.leaves if l.kind is LeafKind.STATE}
@@ -98,6 +110,7 @@ def test_buffers_updated_by_the_call_are_compared(check):
     assert r.verdict in (Verdict.MATCH, Verdict.BENIGN)
 
 
+@pytest.mark.slow
 def test_nested_outputs_and_python_scalars_become_leaves(check):
     r = check("structures", seeds=2)
     assert {"out['pair'][0]", "out['pair'][1]", "out['obj'].hidden", "out['obj'].count", "out['mean']", "out['flag']"} == {l.name for l in r.leaves}
@@ -105,6 +118,7 @@ def test_nested_outputs_and_python_scalars_become_leaves(check):
     assert r.code.graph_breaks and r.code.recompiles  # seed 1's float guard fails, so Dynamo recompiles
 
 
+@pytest.mark.slow
 def test_backward_compares_gradients_of_inputs_and_parameters(check):
     r = check("kernelbench_gelu", backward=True)
     grads = {l.name for l in r.leaves if l.kind is LeafKind.GRADIENT}
@@ -112,6 +126,7 @@ def test_backward_compares_gradients_of_inputs_and_parameters(check):
     assert r.verdict in (Verdict.MATCH, Verdict.BENIGN)
 
 
+@pytest.mark.slow
 def test_generated_code_graph_breaks_and_arrays_are_kept(check):
     r = check("graph_break")
     assert len(r.code.fx_graphs) == 2 and len(r.code.graph_breaks) == 1 and "print" in r.code.graph_breaks[0]
@@ -125,11 +140,13 @@ def test_generated_code_graph_breaks_and_arrays_are_kept(check):
     assert summary["histogram"][0] == np.sum(arrays["eager"] == arrays["compiled"])  # its bit-identical count
 
 
+@pytest.mark.slow
 def test_cast_option_runs_the_model_in_bf16(check):
     r = check("kernelbench_gelu", dtype="bf16")
     assert r.leaf("out").dtype == "bfloat16" and r.verdict in (Verdict.MATCH, Verdict.BENIGN, Verdict.PRECISION_CAST)
 
 
+@pytest.mark.slow
 def test_result_reopens_from_disk_identically(check):
     from engine import load_result
 

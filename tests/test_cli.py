@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, SNIPPETS
 
 
@@ -20,6 +22,7 @@ def divergence(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *args], capture_output=True, text=True, env=env, timeout=600)
 
 
+@pytest.mark.slow
 def test_check_writes_json_and_exits_by_verdict(tmp_path, inductor_cache):
     out = tmp_path / "result.json"
     # a ~100-line bf16 model with one remainder by a Python float: benign by the plain fp64 reference alone

@@ -51,6 +51,7 @@ def editor_input(page: object) -> object:
     return editor_lines(page).locator("xpath=ancestor::div[contains(@class, 'ace_editor')]//textarea")
 
 
+@pytest.mark.slow
 def test_live_stage_and_cancel_in_a_real_browser(server: str, page: object):
     expect = sync_api.expect
     page.goto(server)
@@ -71,6 +72,7 @@ def test_live_stage_and_cancel_in_a_real_browser(server: str, page: object):
     assert page.get_by_text("Verdict: ERROR").count() == 0
 
 
+@pytest.mark.slow
 def test_gallery_case_in_a_real_browser(server: str, page: object):
     expect = sync_api.expect
     page.goto(server)
@@ -108,6 +110,7 @@ inputs = lambda: (torch.randn(768, 1100),)
 """
 
 
+@pytest.mark.slow
 def test_typed_program_runs_and_a_clicked_block_opens_at_full_resolution(server: str, page: object):
     expect = sync_api.expect
     page.goto(server)

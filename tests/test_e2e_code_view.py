@@ -107,6 +107,7 @@ def code_frame(page: Any) -> Any:
     raise AssertionError("the source <-> kernel view never appeared")
 
 
+@pytest.mark.slow
 def test_a_line_and_its_kernel_highlight_each_other(server: str, browser: Any):
     expect = sync_api.expect
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
@@ -146,6 +147,7 @@ def test_a_line_and_its_kernel_highlight_each_other(server: str, browser: Any):
     assert page.evaluate(CUT_LABELS) == []
 
 
+@pytest.mark.slow
 def test_triton_on_cpu_runs_the_pointwise_fusion_case(server: str, browser: Any):
     expect = sync_api.expect
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
@@ -163,6 +165,7 @@ def test_triton_on_cpu_runs_the_pointwise_fusion_case(server: str, browser: Any)
     page.screenshot(path=str(ARTIFACTS / "e2e-triton-pointwise.png"))
 
 
+@pytest.mark.slow
 def test_localize_answers_on_the_interpolate_conv_pool_backward_case(server: str, browser: Any):
     """The first-diverging-node step used to fail there (AOTAutograd restrided the backward's saved tensors by the
     instrumented outputs' strides); now it runs, and says plainly why it cannot name a node."""

@@ -68,6 +68,7 @@ def sigkill(proc: Any) -> None:
     proc.wait()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_check_and_mid_minimization_loses_nothing(tmp_path: Path, inductor_cache: Path):
     home = tmp_path / "home"
     (ARTIFACTS / "e2e-restart-server.log").unlink(missing_ok=True)  # the servers append to it

@@ -28,6 +28,7 @@ def test_import_error(check):
     expect(check("import torch\nimport no_such_module_xyz\nfn = 1\ninputs = ()\n"), ErrorKind.SNIPPET, "No module named 'no_such_module_xyz'")
 
 
+@pytest.mark.slow
 def test_fork_bomb_is_capped_and_cleaned_up(check):
     bomb = TENSOR + "import os\ndef fn(x):\n    while True:\n        os.fork()\n"
     r = check(bomb, timeout_s=60)

@@ -27,6 +27,7 @@ def _local_model() -> torch.nn.Module:
     return Local()
 
 
+@pytest.mark.slow
 def test_live_module_is_checked_in_a_worker(runner, tmp_path):
     r = engine.check(_local_model(), (torch.randn(4, 8),), runner=runner, run_dir=tmp_path)
     assert r.verdict in (Verdict.MATCH, Verdict.BENIGN) and r.style == "fn-inputs"
@@ -52,6 +53,7 @@ def test_jupyter_summary_shows_verdict_worst_leaves_and_heatmap(check):
     assert "DIVERGENT" in page and "<table" in page and "max ULP per block" in page and "out" in page
 
 
+@pytest.mark.slow
 def test_assert_compile_matches_fails_with_the_explanation(divergence_home):
     with pytest.raises(CompileDivergence) as failure:
         assert_compile_matches(lambda a, b: a // b, (torch.tensor([1.0, 6.0]), torch.tensor([0.1, 0.2])))
@@ -60,10 +62,12 @@ def test_assert_compile_matches_fails_with_the_explanation(divergence_home):
     assert Path(failure.value.result.run_dir, "result.json").exists()
 
 
+@pytest.mark.slow
 def test_compile_checker_fixture(compile_checker, divergence_home):
     assert compile_checker(lambda x: x.abs() + 1, (torch.randn(6),)).verdict is Verdict.MATCH
 
 
+@pytest.mark.slow
 def test_export_writes_tlparse_environment_repro_and_issue(check, runner, tmp_path):
     from app.cli.export import export_run
 
@@ -76,6 +80,7 @@ def test_export_writes_tlparse_environment_repro_and_issue(check, runner, tmp_pa
     assert "torch.compile" in (tmp_path / "export" / "repro.py").read_text()  # the self-checking harness
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(2))
 def test_readme_examples_run(index, divergence_home):
     blocks = re.findall(r"<!-- example -->\n```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)

@@ -25,6 +25,7 @@ def _source(name: str) -> tuple[str, str]:
     return path.read_text(), str(path)
 
 
+@pytest.mark.slow
 def test_only_special_values_diverge_and_the_failure_replays(runner: Runner, tmp_path: Path) -> None:
     source, filename = _source("probe_acosh_special")
     report = run_probes(runner, source, CPU, filename, kinds=["seeds", "special", "transposed"], directory=tmp_path)
@@ -46,6 +47,7 @@ def report_leaf_infs(run_dir: str | None) -> int:
     return load_result(run_dir).leaves[0].inf_mismatches
 
 
+@pytest.mark.slow
 def test_only_a_second_call_diverges(runner: Runner, tmp_path: Path) -> None:
     source, filename = _source("probe_stale_cache")
     plain = runner.check(source, CPU, filename, run_dir=tmp_path / "plain")
@@ -58,6 +60,7 @@ def test_only_a_second_call_diverges(runner: Runner, tmp_path: Path) -> None:
     assert stored.leaf("call0: out").verdict in (Verdict.MATCH, Verdict.BENIGN)
 
 
+@pytest.mark.slow
 def test_layout_probes_and_eager_rejecting_inputs(runner: Runner, tmp_path: Path) -> None:
     source, filename = _source("probe_linear")
     report = run_probes(runner, source, CPU, filename, kinds=["odd_sizes", "noncontiguous", "offset", "backward"], directory=tmp_path)
@@ -68,6 +71,7 @@ def test_layout_probes_and_eager_rejecting_inputs(runner: Runner, tmp_path: Path
     assert any(l.name.startswith("grad ") for l in __import__("engine").load_result(report.outcome("backward").run_dir).leaves)
 
 
+@pytest.mark.slow
 def test_ablation_and_bisector_name_inductors_division_lowering(runner: Runner, tmp_path: Path) -> None:
     path = REPO / "sample_cases" / "floor_divide_off_by_one.py"
     loc = localize(runner, path.read_text(), CPU, str(path), tmp_path, steps=("ablation", "bisect"))
@@ -81,6 +85,7 @@ def test_ablation_and_bisector_name_inductors_division_lowering(runner: Runner, 
     assert Localization.load(tmp_path) == loc
 
 
+@pytest.mark.slow
 def test_first_diverging_node_is_the_injected_fault(runner: Runner, tmp_path: Path) -> None:
     source, filename = _source("fault_one_node")
     report = first_diverging_intermediate(runner, source, CPU, filename, tmp_path)

@@ -80,6 +80,7 @@ def assert_two(result: CheckResult, kind: str) -> None:
     assert prov.writers_of_output(0) == (prov.kernel(second),)  # the returned value is the second kernel's
 
 
+@pytest.mark.slow
 def test_cpp_kernels_carry_their_program_lines_also_on_a_cache_hit_and_after_lines_move(check, tmp_path):
     assert_fused(check(FUSED), "cpp")
     again = check(FUSED)  # same text: an Inductor cache hit, the records come from the cache entry
@@ -100,6 +101,7 @@ def test_cpp_two_kernels_each_line_on_its_own(check):
     assert_two(check(TWO), "cpp")
 
 
+@pytest.mark.slow
 def test_backward_kernels_have_lines_though_torch_maps_no_nodes(check):
     result = check(TWO.replace("torch.randn(8, 16), torch.randn(16, 4)", "torch.randn(8, 16, requires_grad=True), torch.randn(16, 4)"), backward=True)
     backward = next(o for o in result.code.output_code if o.label.endswith("backward"))
@@ -115,6 +117,7 @@ def triton_runner(divergence_home: Path, inductor_cache: Path):
         yield r
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program, expect", [(FUSED, assert_fused), (TWO, assert_two)], ids=["fused", "two-kernels"])
 def test_triton_on_cpu_kernels_carry_their_program_lines(triton_runner, tmp_path, program, expect):
     result = triton_runner.check(program, CheckOptions(triton_cpu=True, timeout_s=240), run_dir=tmp_path)

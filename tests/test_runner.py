@@ -52,6 +52,7 @@ def test_two_jobs_run_side_by_side(runner, tmp_path):
     assert looping.wait(30).error.kind is ErrorKind.CANCELLED
 
 
+@pytest.mark.slow
 def test_a_dead_worker_is_replaced(runner, tmp_path):
     runner.start()
     runner._proc.kill()  # what an OOM kill of the warm worker looks like from here
@@ -59,6 +60,7 @@ def test_a_dead_worker_is_replaced(runner, tmp_path):
     assert runner.check(SIMPLE, CheckOptions(), run_dir=tmp_path).verdict is Verdict.MATCH
 
 
+@pytest.mark.slow
 def test_the_queue_is_bounded_and_a_queued_job_cancels_without_running(inductor_cache, tmp_path):
     with Runner(cache_dir=inductor_cache, max_running=1, max_queued=1) as small:
         looping = small.submit(LOOP, CheckOptions(timeout_s=120), run_dir=tmp_path / "loop")

@@ -63,6 +63,7 @@ def _expect(result, case, device: str, expected) -> None:
     pytest.xfail(message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, options, expected", RUNS)
 def test_case_verdict_on_cpu(runner, tmp_path, case, options, expected):
     r = runner.check(case.source(), options.replace(device="cpu", timeout_s=300), str(case.path), run_dir=tmp_path)

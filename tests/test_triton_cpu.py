@@ -29,6 +29,7 @@ def triton_pass(runner, triton_runner, tmp_path, source, **options):
     return main, attached.load_triton_cpu()
 
 
+@pytest.mark.slow
 def test_fused_pointwise_and_reduction_get_triton_source_and_an_interpreted_result(runner, triton_runner, tmp_path):
     main, tri = triton_pass(runner, triton_runner, tmp_path, FUSED)
     kernels = [k for o in tri.code.output_code for k in o.kernels]
@@ -53,6 +54,7 @@ def test_large_inputs_give_the_source_only(runner, triton_runner, tmp_path):
     assert any(k.language == "triton" and "tl.sum" in k.source for o in tri.code.output_code for k in o.kernels)
 
 
+@pytest.mark.slow
 def test_a_run_out_of_interpreting_time_stops_with_its_source(runner, triton_runner, tmp_path):
     """The live stage names the kernel being interpreted; past the time left for it the run stops, source kept."""
     slow = "import torch\ndef fn(x):\n    return torch.softmax(x, -1)\ndef inputs():\n    return (torch.randn(64, 1000),)\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import engine
@@ -51,6 +52,7 @@ def test_a_python_scalar_rounded_in_eager_but_not_by_inductor_is_divergent(runne
     assert "the plain fp64 reference does not model this program" in leaf.explanation and "0.3 -> 0.30078125" in leaf.explanation
 
 
+@pytest.mark.slow
 def test_a_minimization_of_a_bf16_model_with_the_scalar_bug_starts_and_keeps_its_signature(runner, tmp_path):
     from engine import CheckOptions, Symptom
     from minimizer.oracle import DivergenceOracle, Outcome
