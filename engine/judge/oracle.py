@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.judge import elements
 from engine.judge.metrics import ValueMetrics
 from engine.judge.verdicts import Symptom, Verdict, Witness
 from engine.judge.witness import FaithfulReference
@@ -132,6 +133,17 @@ def _judge_against_reference(
     )
     floor = f"{noise_ulps:g} fp32 ULPs and one output ULP" if m.low_precision else f"{noise_ulps:g} ULPs"
     if rms_ok and max_ok:
+        finding = elements.find(m.elements) if m.elements is not None else None
+        if finding is not None:
+            # within the floor as a whole, but one-sided element by element: a fault of a step or a few
+            return Judgement(
+                Verdict.DIVERGENT,
+                (Symptom.VALUE,),
+                f"{drift}; {lead}{finding.sentence} (the {' and '.join(finding.tests)} test{'s' if len(finding.tests) > 1 else ''} of the element rule; "
+                f"compiled's error is {m.compiled_ref_rms:.3g} RMS / {m.compiled_ref_max:.3g} max vs eager's {m.eager_ref_rms:.3g} / {m.eager_ref_max:.3g}, "
+                f"within {factor:g}x plus {floor} of the output's magnitude, so the leaf-wide rule alone would call it noise)",
+                witness,
+            )
         return Judgement(Verdict.BENIGN, (), f"{drift}; {vs}, within {factor:g}x plus {floor} of the output's magnitude: reassociation noise", witness)
     worse = _ratio(m.compiled_ref_rms, m.eager_ref_rms) if not rms_ok else _ratio(m.compiled_ref_max, m.eager_ref_max)
     beyond = f", beyond {factor:g}x eager's error plus {max_floor:.3g} of noise" if faithful is not None else ""
