@@ -154,7 +154,9 @@ def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tenso
                 regions.append(elements.Region(axis, index, size, a[i], b[i], len(a), log10p))
     k1_steps = steps[k1]
     return elements.ElementCounts(
-        str(eager.dtype).removeprefix("torch."), eager.numel(), n1, n2, int((k1 & (c > e)).sum()), int((k1 & (c.abs() > e.abs())).sum()),
+        str(eager.dtype).removeprefix("torch."), eager.numel(), n1, n2,
+        int((usable & ((c - r).abs() > (e - r).abs())).sum()), int((usable & ((c - r).abs() < (e - r).abs())).sum()),
+        int((k1 & (c > e)).sum()), int((k1 & (c.abs() > e.abs())).sum()),
         float(k1_steps.min()) if n1 else 0.0, float(k1_steps.max()) if n1 else 0.0, worst, tuple(regions),
     )
 

@@ -88,6 +88,8 @@ class ElementCounts:
     numel: int
     k1: int  # eager exact, compiled not
     k2: int  # compiled exact, eager not
+    worse: int  # elements where compiled is further from the reference than eager (k1 among them)
+    better: int  # nearer (k2 among them)
     k1_up: int  # of k1: compiled above eager
     k1_away: int  # of k1: compiled farther from zero than eager
     k1_min_steps: float  # compiled's error over the k1 elements, in steps of the dtype at the reference
@@ -99,6 +101,11 @@ class ElementCounts:
     def sign_log10p(self) -> float:
         """log10 P(X >= k1), X ~ Bin(k1 + k2, 1/2): eager exact where compiled is not, beyond chance."""
         return log10_binomial_tail(self.k1, self.k1 + self.k2, 0.5)
+
+    @property
+    def worse_log10p(self) -> float:
+        """log10 P(X >= worse), X ~ Bin(worse + better, 1/2): compiled further from the reference than eager, beyond chance."""
+        return log10_binomial_tail(self.worse, self.worse + self.better, 0.5)
 
     def lean(self) -> tuple[str, int, float, float]:
         """The stronger one-way lean of compiled against eager over the k1 elements: (words, count, z, share)."""
@@ -127,6 +134,8 @@ def find(counts: ElementCounts) -> Finding | None:
     tests = []
     if counts.k1 >= N_MIN and counts.sign_log10p <= SIGN_LOG10P:
         tests.append("exactness")
+    if counts.worse >= N_MIN and counts.worse_log10p <= SIGN_LOG10P:
+        tests.append("distance")
     _, _, z, share = counts.lean()
     if counts.k1 >= N_MIN and z >= DIRECTION_Z and share >= DIRECTION_SHARE:
         tests.append("direction")
@@ -155,6 +164,8 @@ def describe(counts: ElementCounts, region: Region | None = None) -> str:
             f"; concentrated in {where} ({region.size:,} elements): {region.k1:,} where eager is exact and compiled is not, "
             f"{region.k2:,} the other way round"
         )
+    if counts.worse > counts.better:
+        text += f"; over all {counts.worse + counts.better:,} differing elements, compiled is further from the reference than eager in {counts.worse:,} and nearer in {counts.better:,}"
     w = counts.worst
     if w is not None:
         text += f". Worst at {list(w.index)}: eager {w.eager:.8g}, compiled {w.compiled:.8g}, reference {w.reference:.8g} ({_g(w.steps)} steps)"
@@ -178,7 +189,7 @@ class Tally:
         # a region needs N_MIN elements to fire at all: rows shorter, or columns of fewer rows, are not counted
         self.row_counts = torch.zeros((2, rows), dtype=torch.int32, device=device) if len(shape) >= 2 and self.last >= N_MIN and rows >= 2 else None
         self.col_counts = torch.zeros((2, self.last), dtype=torch.int32, device=device) if len(shape) >= 2 and rows >= N_MIN and self.last >= 2 else None
-        self.k1 = self.k2 = self.up = self.away = 0
+        self.k1 = self.k2 = self.up = self.away = self.worse = self.better = 0
         self.min_steps = math.inf
         self.worst: tuple[int, float, float, float, float] | None = None
 
@@ -190,17 +201,21 @@ class Tally:
         e_exact, c_exact = e == exact, c == exact
         k1 = e_exact & ~c_exact & usable
         k2 = c_exact & ~e_exact & usable
-        steps = torch.where(k1, (c - r).abs() / q, torch.zeros_like(r))
+        error_c, error_e = torch.where(usable, (c - r).abs(), 0.0), torch.where(usable, (e - r).abs(), 0.0)
+        steps = torch.where(k1, error_c / q, torch.zeros_like(r))
         up = k1 & (c > e)
         away = k1 & (c.abs() > e.abs())
         i = torch.argmax(steps)
         low = torch.where(k1, steps, torch.full_like(steps, math.inf)).min()
-        figures = torch.stack([x.to(torch.float64) for x in (k1.sum(), k2.sum(), up.sum(), away.sum(), steps[i], low, i)]).tolist()  # one transfer
+        sums = (k1.sum(), k2.sum(), up.sum(), away.sum(), steps[i], low, i, (error_c > error_e).sum(), (error_c < error_e).sum())
+        figures = torch.stack([x.to(torch.float64) for x in sums]).tolist()  # one transfer
         n1 = int(figures[0])
         self.k1 += n1
         self.k2 += int(figures[1])
         self.up += int(figures[2])
         self.away += int(figures[3])
+        self.worse += int(figures[7])
+        self.better += int(figures[8])
         if n1:
             self.min_steps = min(self.min_steps, figures[5])
             if self.worst is None or figures[4] > self.worst[4]:
@@ -225,7 +240,7 @@ class Tally:
                     if region is not None:
                         regions.append(region)
         return ElementCounts(
-            str(self.dtype).removeprefix("torch."), self.numel, self.k1, self.k2, self.up, self.away,
+            str(self.dtype).removeprefix("torch."), self.numel, self.k1, self.k2, self.worse, self.better, self.up, self.away,
             0.0 if self.min_steps == math.inf else self.min_steps, 0.0 if self.worst is None else self.worst[4], worst, tuple(regions),
         )
 
