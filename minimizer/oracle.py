@@ -33,7 +33,6 @@ from typing import Sequence
 
 from engine import CheckOptions, CheckResult, LeafKind, Runner, Symptom, Verdict
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
-from engine.result import ScalarRounding
 from minimizer.mechanism import GraphFacts, read_graphs
 from minimizer.syntax import canonical
 
@@ -152,11 +151,6 @@ class DivergenceOracle:
         self._kernels: dict[str, tuple[str, ...]] = {}
         self._guarded_kernels: tuple[str, ...] | None = None
         self.last: dict[str, Checked] = {}  # the last full run of a candidate, by source (the final one feeds the report)
-
-    @property
-    def scalar_roundings(self) -> tuple[ScalarRounding, ...]:
-        """The Python scalars the original's check found eager rounds (established): a repro's fp64 run rounds them too."""
-        return self.baseline.scalar_roundings if self.baseline is not None else ()
 
     def _run(self, sources: Sequence[str], options: CheckOptions) -> list[Checked]:
         jobs = []

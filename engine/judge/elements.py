@@ -230,7 +230,7 @@ class Tally:
         worst = None
         if self.worst is not None:
             position, e, c, r, steps = self.worst
-            worst = Worst(_unravel(position, self.shape), e, c, r, steps)
+            worst = Worst(unravel(position, self.shape), e, c, r, steps)
         regions = []
         if self.k1 and self.k2:  # with k2 == 0 every region has the leaf's share: nothing to concentrate
             share = self.k1 / (self.k1 + self.k2)
@@ -260,13 +260,14 @@ def _richest(axis: str, counts: torch.Tensor, share: float, shape: tuple[int, ..
         a, b = int(counts[0, i]), int(counts[1, i])
         log10p = log10_binomial_tail(a, a + b, share) + math.log10(regions)
         if best is None or log10p < best.log10p:
-            index = _unravel(i, shape[:-1]) if axis == "row" else (i,)
+            index = unravel(i, shape[:-1]) if axis == "row" else (i,)
             size = math.prod(shape[:-1]) if axis == "column" else shape[-1]
             best = Region(axis, index, size, a, b, regions, log10p)
     return best
 
 
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A flat index as an index into `shape` (C order)."""
     index = []
     for n in reversed(shape):
         index.append(flat % n)

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
-import numpy as np
 import torch
 
 from engine.judge.elements import DTYPES as ELEMENT_DTYPES
-from engine.judge.elements import ElementCounts, Tally
+from engine.judge.elements import ElementCounts, Tally, unravel
+
+if TYPE_CHECKING:  # the figures need no numpy (minimizer/repro.py embeds this module in scripts that import only torch)
+    import numpy as np
 
 # torch.testing.assert_close's defaults, used only when no fp64 reference could be computed.
 _DEFAULT_TOLERANCES = {
@@ -431,4 +433,4 @@ def host_array(t: torch.Tensor) -> np.ndarray:
 def _unravel(flat: int | None, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     if flat is None:
         return None
-    return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+    return unravel(flat, shape)

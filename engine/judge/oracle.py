@@ -43,6 +43,7 @@ Constants, each from a measurement (torch 2.13 CPU, 2-core x86-64):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from engine.judge import elements
 from engine.judge.metrics import ValueMetrics
@@ -163,6 +164,13 @@ def _special_value_symptoms(m: ValueMetrics) -> tuple[Symptom, ...]:
     if m.signed_zero_mismatches:
         found.append(Symptom.SIGNED_ZERO)
     return tuple(found)
+
+
+def significant_strides(t: Any) -> tuple[int, ...]:
+    """Strides that matter: those of dimensions longer than one (torch is free to choose the rest)."""
+    if t.numel() <= 1:
+        return ()
+    return tuple(s for n, s in zip(t.shape, t.stride()) if n > 1)
 
 
 def judge_structure(symptoms: tuple[Symptom, ...], detail: str) -> Judgement:
