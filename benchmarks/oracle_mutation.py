@@ -36,6 +36,7 @@ from engine.child import casting  # noqa: E402
 from engine.child.comparison import CallSettings, compare_call  # noqa: E402
 from engine.child.leaves import flatten, map_tensors  # noqa: E402
 from engine.child.seeding import seed_everything  # noqa: E402
+from engine.judge.metrics import measure  # noqa: E402
 from engine.judge.verdicts import Verdict, worst  # noqa: E402
 from engine.snippet import SnippetStyle, detect_style, execute, program_from_namespace  # noqa: E402
 
@@ -411,13 +412,42 @@ def _families(seeds: int, select: str | None, zoo: bool) -> None:
     if n:
         print(f"{f'all one-ULP faults ({n})':<{width}}" + "".join(f"{total[c]:>15}/{n:<3} {100 * total[c] / n:>5.1f}%" for c in columns))
     print(f"{f'false alarms, benign ({n_benign})':<{width}}" + "".join(f"{alarms[c]:>15}/{n_benign:<3} {100 * alarms[c] / max(n_benign, 1):>5.1f}%" for c in columns))
+    _margins()
     print(f"families: {time.time() - started:.0f} s")
+
+
+MARGINS: list[tuple[str, str, Any]] = []  # (family, leaf, ElementCounts) of every low-precision leaf judged
+
+
+def _margins() -> None:
+    """The closest benign value of each test of the element rule, beside its threshold (engine/judge/elements.py)."""
+    from engine.judge import elements
+
+    benign = [(leaf, c) for family, leaf, c in MARGINS if family == "benign"]
+    if not benign:
+        return
+    tests = {
+        "exactness log10 P": (lambda c: c.sign_log10p, min, elements.SIGN_LOG10P),
+        "distance log10 P": (lambda c: c.worse_log10p, min, elements.SIGN_LOG10P),
+        "direction z (share >= 0.5)": (lambda c: c.lean()[2] if c.lean()[3] >= elements.DIRECTION_SHARE else 0.0, max, elements.DIRECTION_Z),
+        "direction z (any share)": (lambda c: c.lean()[2], max, elements.DIRECTION_Z),
+        "region log10 p x regions": (lambda c: min((r.log10p for r in c.regions if r.k1 >= elements.N_MIN), default=0.0), min, elements.REGION_LOG10P),
+    }
+    print(f"\nclosest benign value of each test over {len(benign)} low-precision leaves (threshold beside it):")
+    for label, (stat, pick, threshold) in tests.items():
+        leaf, counts = pick(benign, key=lambda lc: stat(lc[1]))
+        print(f"  {label:28} {stat(counts):9.2f}  (threshold {threshold:g})  at {leaf[:90]}; k1 {counts.k1}, k2 {counts.k2}, worse {counts.worse}, better {counts.better}")
 
 
 def _judge_family_case(case: Any, compiled: Callable[..., Any], args: tuple[Any, ...], seed: int) -> tuple[dict[str, bool], str]:
     """Each oracle's call on one run of a program (ours on every leaf and on the final output alone)."""
     settings = CallSettings(False, 2.0, 32.0, False, True, 1 << 24, lambda stage: None)
     outcome, _ = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, settings)
+    for name, stored in outcome.arrays.items():  # the element statistics of every low-precision leaf, for the margins
+        ops = stored.operands
+        counts = measure(ops).elements if ops is not None and ops.ref is not None else None
+        if counts is not None and counts.k1 + counts.k2 + counts.worse + counts.better:
+            MARGINS.append((case.family, f"{case.name} {name} seed {seed}", counts))
     strict = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, CallSettings(True, 2.0, 32.0, False, True, 1 << 24, lambda stage: None))[0]
     divergent = [l for l in outcome.leaves if l.verdict is Verdict.DIVERGENT]
     final = next((l for l in outcome.leaves if l.name in ("out", "out[0]")), None)
