@@ -308,9 +308,7 @@ _JUDGE_PACKAGE = "_divergence_judge"
 def judge_source() -> str:
     """The engine's judge as a script section: each module's source verbatim (imports renamed to a private
     package), loaded into sys.modules by a few lines; `_judge` then holds them."""
-    import engine
-
-    root = Path(engine.__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1] / "engine"  # the engine beside this package (read as text, never imported)
     sources = {}
     for name in JUDGE_MODULES:
         text = (root / ("child" if name == "faithful" else "judge") / f"{name}.py").read_text()

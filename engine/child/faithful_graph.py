@@ -4,8 +4,8 @@ reference is not eager's program).
 
 The graph is not the program: decompositions pin dtypes (a bf16 layer_norm becomes casts to fp32 and back, so a
 plain float64 run of a bf16 graph fails at the next matmul: "mat1 and mat2 must have the same dtype") and
-rewrite the user's ops (`t // 0.1` becomes `div.Tensor_mode(t, 0.1, "floor")`, for which eager does not
-round 0.1, though for floor_divide it does). So:
+rewrite the user's ops (`t // 0.1` becomes `div.Tensor_mode(t, 0.1, "floor")`), while eager decides per op
+whether it rounds a scalar (for remainder, yes; for div, no). So:
 
 - a Python scalar is rounded wherever the program's eager rounded it, matched by the op the user called
   (the node's `original_aten`) and the value, in the eager run of the graph and in the float64 one alike;
@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import torch
 import torch.fx
 
-from engine.result import ScalarRounding
+from engine.judge.witness import ScalarRounding
 
 _LOW = (torch.bfloat16, torch.float16)
 _FLOATING = (torch.bfloat16, torch.float16, torch.float32, torch.float64)
