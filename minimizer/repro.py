@@ -2,16 +2,20 @@
 
 The emitted script imports only torch (plus what the program itself imports), seeds the RNG before the
 program's own module code as the engine does, runs eager and compiled from the same RNG state on cloned
-inputs, prints for every output (every input mutated in place, every module buffer and, with
-`backward`, every gradient of an input or parameter) the max abs and ULP difference and both sides'
-distance from an fp64 run, and exits 1 while compiled diverges, 0 once it does not.
+inputs, and judges every output (every input mutated in place, every module buffer and, with `backward`,
+every gradient of an input or parameter) under the check's leaf names with **the engine's own judge**:
+engine/judge and the faithful reference's trace (engine/child/faithful.py) are embedded verbatim, read as
+text from the engine beside this package, so the floor, the element rule, the strides that count and the
+reference (eager asked per call which scalars it rounds, its draws replayed in float64) are the check's.
+It prints each leaf's verdict and sentence and exits 1 while compiled diverges, 0 once it does not.
 
 - fn + inputs: the program, then the harness calls `fn` on `inputs`.
 - KernelBench: the program, then `fn = Model(*get_init_inputs())` and `inputs = get_inputs`, as the engine builds it.
 - a verbatim repro: the harness replaces torch.compile before the program runs, so every call of a
   compiled callable is checked (eager on clones first, then compiled on the script's own arguments).
 
-`verify` runs the script in a new interpreter: a repro is only offered when that run exits 1 and says DIVERGENT.
+`verify` runs the script in a new interpreter: a repro is only offered when that run exits 1 and its DIVERGENT
+line for the signature's leaf names the signature's symptoms.
 """
 
 from __future__ import annotations
