@@ -9,6 +9,8 @@ honest deep programs). What tells them apart is *asymmetry*, counted only where 
 - k1: elements where eager equals the reference rounded once to the output dtype (the correctly rounded
   value) and compiled does not; k2: the reverse. Honest compiled code skips roundings, so it is the more
   often exact side (k1 <= k2 on every benign leaf measured); a fault is one-sided (k1 >> k2).
+- distance: over all differing elements, is compiled further from the reference than eager more often than
+  chance allows? It also sees faults where eager itself is not exactly right.
 - direction: over the k1 elements, is compiled mostly above (or mostly farther from zero than) eager?
   Reassociation is balanced; a scalar kept in fp32 moves every element the same way.
 - region: is one row (all dimensions but the last, collapsed) or one column (an index of the last
@@ -35,7 +37,7 @@ DTYPES = tuple(_FORMATS)
 # A region needs at least this many k1 elements, and the leaf as a whole at least this many, before a test
 # may fire: fewer cannot be told from luck at the probabilities below (see oracle.py).
 N_MIN = 8
-SIGN_LOG10P = -5.0  # exactness: log10 P(Bin(k1 + k2, 1/2) >= k1), one-sided
+SIGN_LOG10P = -5.0  # exactness and distance: log10 P(Bin(n, 1/2) >= k), one-sided
 DIRECTION_Z, DIRECTION_SHARE = 10.0, 0.5  # direction: |2 up - k1| / sqrt(k1) and |2 up - k1| / k1
 REGION_LOG10P = -6.0  # a row's or column's k1 share, binomial tail times the number of rows (columns)
 _REGION_SCREEN = 4  # regions whose exact tail is computed (the highest z-scores); the rest cannot win
@@ -125,7 +127,7 @@ class ElementCounts:
 class Finding:
     """Which tests fired on a leaf, and the sentence that says which elements and how many."""
 
-    tests: tuple[str, ...]  # among "exactness", "direction", "row", "column"
+    tests: tuple[str, ...]  # among "exactness", "distance", "direction", "row", "column"
     sentence: str
 
 
