@@ -3,6 +3,7 @@ graph reader names the low-precision values a fused kernel may keep in fp32 (no 
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from engine.judge import mechanisms
@@ -83,3 +84,17 @@ def test_the_minimizer_reads_draws_from_the_same_list_and_by_their_flags():
 '''
     assert read_graphs([graph.format(p="0.0", training=False)]).random_ops == {"exponential_"}
     assert read_graphs([graph.format(p="0.2", training=True)]).random_ops == {"exponential_", "scaled_dot_product_attention", "dropout"}
+
+
+@pytest.mark.slow
+def test_an_rng_verdict_names_the_ops_that_drew_and_the_minimizer_refuses_with_it(runner, tmp_path):
+    # dropout in training mode diverges only through Inductor's own random stream: the check says rng and names
+    # the op of eager's run that drew; the minimizer has nothing to minimize and passes that sentence on
+    from engine import CheckOptions
+    from minimizer.oracle import DivergenceOracle, NotReproducible
+    from tests.conftest import REPO
+
+    oracle = DivergenceOracle(runner, CheckOptions(device="cpu", timeout_s=240), tmp_path)
+    with pytest.raises(NotReproducible) as refused:
+        oracle.establish((REPO / "tests" / "snippets" / "dropout_rng.py").read_text())
+    assert "the check's verdict is rng" in str(refused.value) and "eager drew random numbers in aten.bernoulli_" in str(refused.value)  # dropout draws its mask so
