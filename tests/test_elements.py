@@ -104,3 +104,17 @@ def test_the_chunked_counts_equal_the_whole_tensor_ones(monkeypatch: pytest.Monk
 def test_fp32_leaves_get_no_element_counts():
     eager, compiled, reference = reassociation()
     assert value_metrics(eager.float(), compiled.float(), reference).elements is None
+
+
+def test_a_fault_where_eager_is_never_exact_is_found_by_distance_and_said_so():
+    # eager one step off everywhere (it rounded an input), compiled two steps off the same way in a third of them
+    g = torch.Generator().manual_seed(3)
+    reference = torch.rand(4096, generator=g, dtype=torch.float64) + 1
+    exact = reference.bfloat16()
+    eager = torch.nextafter(exact, torch.full_like(exact, 3.0))
+    compiled = eager.clone()
+    compiled[::3] = torch.nextafter(eager[::3], torch.full_like(eager[::3], 3.0))
+    m = value_metrics(eager, compiled, reference)
+    found = elements.find(m.elements)
+    assert m.elements is not None and m.elements.k1 == 0 and found is not None and found.tests == ("distance",)
+    assert found.sentence.startswith(f"over all {m.mismatches:,} differing elements of 4,096, compiled is further from the reference than eager in {m.mismatches:,}")

@@ -151,23 +151,28 @@ def find(counts: ElementCounts) -> Finding | None:
 def describe(counts: ElementCounts, region: Region | None = None) -> str:
     """Which elements and how many, in words: for the verdict's sentence."""
     k1, k2 = counts.k1, counts.k2
-    steps = f"{counts.dtype} steps"
-    size = f"{_g(counts.k1_min_steps)} to {_g(counts.k1_max_steps)}" if counts.k1_min_steps != counts.k1_max_steps else _g(counts.k1_max_steps)
-    words, count, _, _ = counts.lean()
-    lean = f"{'all' if count == k1 else f'{count:,} of'} {k1:,} are {words} eager's" if k1 else ""
-    other = "in no element is compiled exactly right where eager is wrong" if k2 == 0 else f"only {k2:,} the other way round (compiled exact, eager not)"
-    text = (
-        f"compiled is off in {k1:,} of {counts.numel:,} elements where eager is exactly right (eager equals the reference "
-        f"rounded to {counts.dtype}); {lean}, by {size} {steps} of the element's own size; {other}"
-    )
+    parts = []
+    if k1:
+        size = f"{_g(counts.k1_min_steps)} to {_g(counts.k1_max_steps)}" if counts.k1_min_steps != counts.k1_max_steps else _g(counts.k1_max_steps)
+        words, count, _, _ = counts.lean()
+        other = "in no element is compiled exactly right where eager is wrong" if k2 == 0 else f"only {k2:,} the other way round (compiled exact, eager not)"
+        parts.append(
+            f"compiled is off in {k1:,} of {counts.numel:,} elements where eager is exactly right (eager equals the reference "
+            f"rounded to {counts.dtype}); {'all' if count == k1 else f'{count:,} of'} {k1:,} are {words} eager's, by {size} "
+            f"{counts.dtype} steps of the element's own size; {other}"
+        )
     if region is not None:
         where = f"row {list(region.index)}" if region.axis == "row" else f"column {region.index[0]} of the last dimension"
-        text += (
-            f"; concentrated in {where} ({region.size:,} elements): {region.k1:,} where eager is exact and compiled is not, "
+        parts.append(
+            f"concentrated in {where} ({region.size:,} elements): {region.k1:,} where eager is exact and compiled is not, "
             f"{region.k2:,} the other way round"
         )
     if counts.worse > counts.better:
-        text += f"; over all {counts.worse + counts.better:,} differing elements, compiled is further from the reference than eager in {counts.worse:,} and nearer in {counts.better:,}"
+        parts.append(
+            f"over all {counts.worse + counts.better:,} differing elements of {counts.numel:,}, compiled is further from the "
+            f"reference than eager in {counts.worse:,} and nearer in {counts.better:,}"
+        )
+    text = "; ".join(parts)
     w = counts.worst
     if w is not None:
         text += f". Worst at {list(w.index)}: eager {w.eager:.8g}, compiled {w.compiled:.8g}, reference {w.reference:.8g} ({_g(w.steps)} steps)"
