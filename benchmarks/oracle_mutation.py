@@ -36,6 +36,7 @@ from engine.child import casting  # noqa: E402
 from engine.child.comparison import CallSettings, compare_call  # noqa: E402
 from engine.child.leaves import flatten, map_tensors  # noqa: E402
 from engine.child.seeding import seed_everything  # noqa: E402
+from engine.judge.metrics import measure  # noqa: E402
 from engine.judge.verdicts import Verdict, worst  # noqa: E402
 from engine.snippet import SnippetStyle, detect_style, execute, program_from_namespace  # noqa: E402
 
@@ -232,7 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", help="comma-separated slugs (default: every CPU fn-inputs/KernelBench case)")
     parser.add_argument("--no-corpus", action="store_true", help="only the sample cases, not benchmarks/oracle_corpus.py")
+    parser.add_argument("--only", choices=("samples", "corpus", "families"), help="run one part of the self-test")
+    parser.add_argument("--seeds", type=int, default=2, help="input seeds per program of the one-ULP families (default 2)")
+    parser.add_argument("--select", help="only the family programs (and benign models) whose name contains this")
+    parser.add_argument("--no-zoo", action="store_true", help="without the transformers models")
     args = parser.parse_args(argv)
+    if args.only == "families":
+        _families(args.seeds, args.select, not args.no_zoo)
+        return 0
     torch.manual_seed(0)
     import logging
 
@@ -245,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     baseline_flagged = dict.fromkeys(ORACLES, 0)  # the unmutated output of the cases faults go into
     benign_total = 0
     used: list[str] = []
-    for sample in load_cases()[0]:
+    for sample in load_cases()[0] if args.only in (None, "samples") else ():
         if wanted is not None and sample.slug not in wanted:
             continue
         if sample.cuda_only or sample.kind == "rng" or sample.options.dtype or sample.options.backward:
@@ -304,8 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     n_used = len(used)
     print(f"{'unmutated, flagged' + f' ({n_used})':<{width + 6}}" + "".join(f"{baseline_flagged[o]:>8}/{n_used:<3} {100 * baseline_flagged[o] / n_used if n_used else 0:>4.0f}%" for o in ORACLES))
     print(f"{'false alarms, benign' + f' ({benign_total})':<{width + 6}}" + "".join(f"{alarms[o]:>8}/{benign_total:<3} {100 * alarms[o] / benign_total if benign_total else 0:>4.0f}%" for o in ORACLES))
-    if not args.no_corpus:
+    if not args.no_corpus and args.only != "samples":
         _corpus(width)
+    if args.only is None:
+        _families(args.seeds, args.select, not args.no_zoo)
     return 0
 
 
@@ -345,6 +355,122 @@ def _corpus(width: int) -> None:
             f"{compiles} compile(s)"
         )
     print(f"corpus: {time.time() - started:.0f} s")
+
+
+def _families(seeds: int, select: str | None, zoo: bool) -> None:
+    """Issue #24's one-ULP fault families: detection per family beside assert_close and same(), where the fault
+    happens (its own leaf) and where it ends up (the final output alone); false alarms on the clean twins, the
+    realistic bf16/fp16 programs and the transformers models."""
+    import oracle_corpus as oc
+
+    started = time.time()
+    pairs = oc.one_ulp_cases()
+    faults = [f for f, _ in pairs]
+    benign = [c for _, c in pairs] + oc.realistic_benign_cases() + (oc.zoo_models() if zoo else [])
+    if select:
+        faults = [c for c in faults if select in c.name]
+        benign = [c for c in benign if select in c.name]
+    columns = ("ours", "ours, final output only", "--strict", "assert_close", "same(fp64_ref)")
+    seen: dict[str, dict[str, int]] = {}
+    alarms: dict[str, int] = dict.fromkeys(columns, 0)
+    n_benign = 0
+    print(f"\nOne-ULP fault families (issue #24), {seeds} input seed(s) per program\n")
+    for case in faults + benign:
+        compiled = torch.compile(case.compiled, options=case.options) if case.options else torch.compile(case.compiled)
+        for seed in range(seeds):
+            seed_everything(seed)
+            args = tuple(case.inputs())
+            try:
+                flagged, detail = _judge_family_case(case, compiled, args, seed)
+            except Exception as exc:
+                print(f"  ERROR {case.name} seed {seed}: {type(exc).__name__}: {str(exc)[:200]}")
+                continue
+            marks = " ".join(f"{c}={'Y' if flagged[c] else '-'}" for c in columns)
+            print(f"  {case.family:8} {case.name[:78]:78} seed {seed}: {marks}  {detail}", flush=True)
+            if case.family == "benign":
+                n_benign += 1
+                for c in columns:
+                    alarms[c] += flagged[c]
+            else:
+                tally = seen.setdefault(case.family, dict.fromkeys(columns, 0) | {"n": 0})
+                tally["n"] += 1
+                for c in columns:
+                    tally[c] += flagged[c]
+        torch._dynamo.reset()
+    width = 62
+    print(f"\n{'family (instances)':<{width}}" + "".join(f"{c:>26}" for c in columns))
+    total = dict.fromkeys(columns, 0) | {"n": 0}
+    for family, label in oc.FAMILIES.items():
+        tally = seen.get(family)
+        if not tally:
+            continue
+        n = tally["n"]
+        for key in total:
+            total[key] += tally[key]
+        print(f"{label + f' ({n})':<{width}}" + "".join(f"{tally[c]:>15}/{n:<3} {100 * tally[c] / n:>5.1f}%" for c in columns))
+    n = total["n"]
+    if n:
+        print(f"{f'all one-ULP faults ({n})':<{width}}" + "".join(f"{total[c]:>15}/{n:<3} {100 * total[c] / n:>5.1f}%" for c in columns))
+    print(f"{f'false alarms, benign ({n_benign})':<{width}}" + "".join(f"{alarms[c]:>15}/{n_benign:<3} {100 * alarms[c] / max(n_benign, 1):>5.1f}%" for c in columns))
+    _margins()
+    print(f"families: {time.time() - started:.0f} s")
+
+
+MARGINS: list[tuple[str, str, Any]] = []  # (family, leaf, ElementCounts) of every low-precision leaf judged
+
+
+def _margins() -> None:
+    """The closest benign value of each test of the element rule, beside its threshold (engine/judge/elements.py)."""
+    from engine.judge import elements
+
+    benign = [(leaf, c) for family, leaf, c in MARGINS if family == "benign"]
+    if not benign:
+        return
+    tests = {
+        "exactness log10 P": (lambda c: c.sign_log10p, min, elements.SIGN_LOG10P),
+        "distance log10 P": (lambda c: c.worse_log10p, min, elements.SIGN_LOG10P),
+        "direction z (share >= 0.5)": (lambda c: c.lean()[2] if c.lean()[3] >= elements.DIRECTION_SHARE else 0.0, max, elements.DIRECTION_Z),
+        "direction z (any share)": (lambda c: c.lean()[2], max, elements.DIRECTION_Z),
+        "region log10 p x regions": (lambda c: min((r.log10p for r in c.regions if r.k1 >= elements.N_MIN), default=0.0), min, elements.REGION_LOG10P),
+    }
+    print(f"\nclosest benign value of each test over {len(benign)} low-precision leaves (threshold beside it):")
+    for label, (stat, pick, threshold) in tests.items():
+        leaf, counts = pick(benign, key=lambda lc: stat(lc[1]))
+        print(f"  {label:28} {stat(counts):9.2f}  (threshold {threshold:g})  at {leaf[:90]}; k1 {counts.k1}, k2 {counts.k2}, worse {counts.worse}, better {counts.better}")
+
+
+def _judge_family_case(case: Any, compiled: Callable[..., Any], args: tuple[Any, ...], seed: int) -> tuple[dict[str, bool], str]:
+    """Each oracle's call on one run of a program (ours on every leaf and on the final output alone)."""
+    settings = CallSettings(False, 2.0, 32.0, False, True, 1 << 24, lambda stage: None)
+    outcome, _ = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, settings)
+    for name, stored in outcome.arrays.items():  # the element statistics of every low-precision leaf, for the margins
+        ops = stored.operands
+        counts = measure(ops).elements if ops is not None and ops.ref is not None else None
+        if counts is not None and counts.k1 + counts.k2 + counts.worse + counts.better:
+            MARGINS.append((case.family, f"{case.name} {name} seed {seed}", counts))
+    strict = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, CallSettings(True, 2.0, 32.0, False, True, 1 << 24, lambda stage: None))[0]
+    divergent = [l for l in outcome.leaves if l.verdict is Verdict.DIVERGENT]
+    final = next((l for l in outcome.leaves if l.name in ("out", "out[0]")), None)
+    with torch.no_grad():
+        seed_everything(seed)
+        eager = case.fn(*casting.clone_tree(args))
+        seed_everything(seed)
+        got = compiled(*casting.clone_tree(args))
+        seed_everything(seed)
+        try:
+            ref = casting.fp64_program(case.fn)(*map_tensors(casting.clone_tree(args), casting.to_fp64_tensor))
+        except RuntimeError:  # no float64 run of this program: same() then judges by its tolerance alone
+            ref = None
+    flagged = {
+        "ours": bool(divergent),
+        "ours, final output only": final is not None and final.verdict is Verdict.DIVERGENT,
+        "--strict": any(l.verdict is Verdict.DIVERGENT for l in strict.leaves),
+        "assert_close": _assert_close(eager, got),
+        "same(fp64_ref)": _same(eager, got, ref),
+    }
+    shown = [l for l in outcome.leaves if l.name == case.own] or divergent or [l for l in outcome.leaves if l.mismatches][:1]
+    detail = "; ".join(f"{l.name} {l.verdict.value}: {l.explanation[:300]}" for l in shown)
+    return flagged, detail
 
 
 if __name__ == "__main__":

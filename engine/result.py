@@ -16,6 +16,7 @@ import numpy as np
 
 from engine import arrays as stored_arrays
 from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict, Witness
+from engine.judge.witness import ScalarRounding  # noqa: F401  (stored in results; defined beside the faithful reference)
 from engine.options import CheckOptions
 from engine.provenance import Provenance
 
@@ -104,21 +105,6 @@ class SeedOutcome:
     seed: int
     verdict: Verdict
     explanation: str
-
-
-@dataclass(frozen=True)
-class ScalarRounding:
-    """eager rounded `value` to `rounded` (the dtype's nearest) when it passed it to `op` as `argument`.
-
-    Found by asking eager (engine.child.faithful), not from a table: it differs by op and device. The check
-    stores them so that a standalone repro's fp64 reference can round the same scalars without asking again.
-    """
-
-    op: str  # e.g. "aten.fmod.Scalar"
-    argument: str  # the schema's argument name, e.g. "other"
-    value: float
-    rounded: float
-    dtype: str  # "bfloat16" or "float16"
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-# torch-level calls that draw from a random stream (as Dynamo prints them: functions or tensor methods)
-RANDOM_CALLS = frozenset({
-    "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "bernoulli_",
-    "multinomial", "normal", "normal_", "uniform_", "exponential_", "geometric_", "log_normal_", "cauchy_",
-    "random_", "poisson", "native_dropout",
-})
+from engine.judge.mechanisms import RANDOM_OPS
+
+# Calls that draw from a random stream are the engine's list (ops torch tags nondeterministic_seeded, the tag the
+# check's own rng evidence reads), matched by name against the calls of the printed graph; the ones whose draw
+# depends on an argument are judged by it: the `training` flag below, and attention's dropout_p.
 # ops whose `training` flag decides what they compute: (positional index of the flag, whether training draws random numbers)
 TRAINING_FLAG = {
     "dropout": (2, True), "alpha_dropout": (2, True), "feature_alpha_dropout": (2, True), "dropout1d": (2, True),
@@ -93,6 +92,12 @@ def _training(call: ast.Call, index: int) -> bool:
     return isinstance(flag, ast.Constant) and flag.value is True
 
 
+def _attention_dropout(call: ast.Call) -> bool:
+    """scaled_dot_product_attention draws only with a dropout probability (its fifth argument, dropout_p)."""
+    p = next((k.value for k in call.keywords if k.arg == "dropout_p"), call.args[4] if len(call.args) > 4 else None)
+    return p is not None and not (isinstance(p, ast.Constant) and not p.value)
+
+
 def read_graphs(graphs: Sequence[str]) -> GraphFacts:
     """The facts above, over every graph of a check."""
     random_ops: set[str] = set()
@@ -105,7 +110,7 @@ def read_graphs(graphs: Sequence[str]) -> GraphFacts:
         for node in (n for stmt in forward.body for n in ast.walk(stmt)):  # statement by statement: graph order
             if isinstance(node, ast.Call):
                 name = call_name(node)
-                if name in RANDOM_CALLS:
+                if name in RANDOM_OPS and name not in TRAINING_FLAG and (name != "scaled_dot_product_attention" or _attention_dropout(node)):
                     random_ops.add(name)
                 if name in TRAINING_FLAG and _training(node, TRAINING_FLAG[name][0]):
                     training_ops.add(name)

@@ -156,7 +156,7 @@ class _Context:
 
     def emit_repro(self, program: str) -> str:
         """The self-checking repro of `program`, with the switches the signature was established with; runs nothing."""
-        return emit(program, self.oracle.candidate_options, seed=self.options.seed, roundings=self.oracle.scalar_roundings)
+        return emit(program, self.oracle.candidate_options, seed=self.options.seed)
 
     def check_repro(self, program: str) -> tuple[str | None, Verification | None]:
         """`program`'s repro and what running it in a fresh interpreter said; (None, None) where none can be emitted."""
@@ -165,7 +165,8 @@ class _Context:
         except ReproError as exc:
             self.note(f"no generated harness: {exc}")
             return None, None
-        return script, verify(script, self.python or self.runner.python, self.options.timeout_s, self.work_dir / "verify", self.stop, self.runner.cache_dir)
+        expect = (self.signature.leaf, {s.value for s in self.signature.symptoms})  # the signature's leaf and symptoms, not any divergence
+        return script, verify(script, self.python or self.runner.python, self.options.timeout_s, self.work_dir / "verify", self.stop, self.runner.cache_dir, expect)
 
     def result(self, problem: Problem, stats: ReduceStats, minimized: str, **outcome: Any) -> MinimizeResult:
         """The result: what every minimization reports, and `outcome`, what its ending found."""

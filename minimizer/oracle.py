@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Sequence
 
 from engine import CheckOptions, CheckResult, LeafKind, Runner, Symptom, Verdict
+from engine.judge import mechanisms
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
-from engine.result import ScalarRounding
 from minimizer.mechanism import GraphFacts, read_graphs
 from minimizer.syntax import canonical
 
@@ -153,11 +153,6 @@ class DivergenceOracle:
         self._guarded_kernels: tuple[str, ...] | None = None
         self.last: dict[str, Checked] = {}  # the last full run of a candidate, by source (the final one feeds the report)
 
-    @property
-    def scalar_roundings(self) -> tuple[ScalarRounding, ...]:
-        """The Python scalars the original's check found eager rounds (established): a repro's fp64 run rounds them too."""
-        return self.baseline.scalar_roundings if self.baseline is not None else ()
-
     def _run(self, sources: Sequence[str], options: CheckOptions) -> list[Checked]:
         jobs = []
         for source in sources:
@@ -216,11 +211,17 @@ class DivergenceOracle:
             culprit = "fallback_random" if classify(base, alone) is not Outcome.INTERESTING else "emulate_precision_casts"
         elif switches:
             culprit = next(iter(switches))
-        if culprit == "fallback_random":
+        # a mechanism is named only with evidence of it in the program, as the check names it (engine/judge/mechanisms.py)
+        trips = mechanisms.round_trips(probe.code.fx_graphs)
+        if culprit == "fallback_random" and base.state.random_ops:
             what = (f"it vanishes with fallback_random=True, so it is Inductor's random stream differing from eager's "
-                    f"({', '.join(sorted(base.state.random_ops)) or 'random ops'}), not a kernel bug (pytorch#118735)")
+                    f"({', '.join(sorted(base.state.random_ops))}), not a kernel bug (pytorch#118735)")
+        elif culprit == "emulate_precision_casts" and trips:
+            what = f"it vanishes with emulate_precision_casts=True: Inductor skipped a low-precision round trip that eager performs ({trips[0].describe()})"
+        elif culprit == "fallback_random":
+            what = "it " + mechanisms.unexplained("fallback_random=True", "the program calls no op that draws random numbers")
         elif culprit == "emulate_precision_casts":
-            what = "it vanishes with emulate_precision_casts=True: Inductor skipped a low-precision round trip that eager performs"
+            what = "it " + mechanisms.unexplained("emulate_precision_casts=True", "the program has no bf16/fp16 value a fused kernel could keep in fp32")
         else:
             what = f"with both switches set by you it is {probe.verdict.value} ({probe.explanation})"
         return (f"nothing to minimize: {what}. To minimize that difference anyway, pass "

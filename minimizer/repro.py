@@ -2,16 +2,20 @@
 
 The emitted script imports only torch (plus what the program itself imports), seeds the RNG before the
 program's own module code as the engine does, runs eager and compiled from the same RNG state on cloned
-inputs, prints for every output (every input mutated in place, every module buffer and, with
-`backward`, every gradient of an input or parameter) the max abs and ULP difference and both sides'
-distance from an fp64 run, and exits 1 while compiled diverges, 0 once it does not.
+inputs, and judges every output (every input mutated in place, every module buffer and, with `backward`,
+every gradient of an input or parameter) under the check's leaf names with **the engine's own judge**:
+engine/judge and the faithful reference's trace (engine/child/faithful.py) are embedded verbatim, read as
+text from the engine beside this package, so the floor, the element rule, the strides that count and the
+reference (eager asked per call which scalars it rounds, its draws replayed in float64) are the check's.
+It prints each leaf's verdict and sentence and exits 1 while compiled diverges, 0 once it does not.
 
 - fn + inputs: the program, then the harness calls `fn` on `inputs`.
 - KernelBench: the program, then `fn = Model(*get_init_inputs())` and `inputs = get_inputs`, as the engine builds it.
 - a verbatim repro: the harness replaces torch.compile before the program runs, so every call of a
   compiled callable is checked (eager on clones first, then compiled on the script's own arguments).
 
-`verify` runs the script in a new interpreter: a repro is only offered when that run exits 1 and says DIVERGENT.
+`verify` runs the script in a new interpreter: a repro is only offered when that run exits 1 and its DIVERGENT
+line for the signature's leaf names the signature's symptoms.
 """
 
 from __future__ import annotations
@@ -23,12 +27,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable
 
 from engine import CheckOptions, SnippetStyle, detect_style
-from engine.result import ScalarRounding
 
-# Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, BACKWARD, COMPILE_KWARGS, ROUNDED_SCALARS) come before it.
+# Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, NOISE_ULPS, BACKWARD, COMPILE_KWARGS) come before it, the judge after it.
 HELPERS = '''
 def _map(obj, f):
     if isinstance(obj, torch.Tensor):
@@ -93,27 +96,29 @@ def _gradients(out, args, kwargs, module, seed):
     return grads
 
 
-def _run(call, args, kwargs, seed, module, clone=True):
-    """Call once from `seed`; return every compared tensor by name, and the call's own output."""
+def _run(call, args, kwargs, seed, module, clone=True, mode=None):
+    """Call once from `seed` (under a dispatch mode, if given); return every compared tensor by the engine's leaf
+    names, and the call's own output."""
     if clone:  # detach first: deepcopy refuses non-leaf tensors, and keeps aliasing between inputs
         args, kwargs = copy.deepcopy(_map((args, kwargs), lambda t: t.detach().requires_grad_(t.requires_grad and t.is_leaf)))
     if BACKWARD:
         args, kwargs = _map((args, kwargs), lambda t: t.detach().requires_grad_(True) if _differentiable(t) else t)
     before = {n: t.detach().clone() for n, t in _inputs(args, kwargs)}
     _seed(seed)
-    out = call(*args, **kwargs)
+    with mode if mode is not None else contextlib.nullcontext():
+        out = call(*args, **kwargs)
+        grads = _gradients(out, args, kwargs, module, seed) if BACKWARD else {}
     leaves = dict(_tensors(out, "out"))
     # inputs that this side mutated in place: a mutation on one side only shows up as a missing leaf
-    leaves.update((n, t) for n, t in _inputs(args, kwargs) if not _same(before[n], t.detach()))
+    leaves.update((f"input {n}", t) for n, t in _inputs(args, kwargs) if not _same(before[n], t.detach()))
     if module is not None:
-        leaves.update((f"self.{n}", b) for n, b in module.named_buffers())
-    if BACKWARD:
-        leaves.update(_gradients(out, args, kwargs, module, seed))
+        leaves.update((f"state self.{n}", b) for n, b in module.named_buffers())
+    leaves.update(grads)
     return {n: t.detach().clone() for n, t in leaves.items()}, out
 
 
 def _inputs(args, kwargs):
-    return [*_tensors(args, "input"), *_tensors(kwargs, "kwarg")]
+    return [*_tensors(args, "args"), *_tensors(kwargs, "kwargs")]
 
 
 def _same(a, b):
@@ -122,91 +127,56 @@ def _same(a, b):
     return bool(((a == b) | (a != a) & (b != b)).all()) if a.is_floating_point() else torch.equal(a, b)
 
 
-class _RoundScalars(torch.utils._python_dispatch.TorchDispatchMode):
-    """In the fp64 run, the Python scalars of ROUNDED_SCALARS rounded to the dtype eager rounds them to."""
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        args, kwargs = list(args), dict(kwargs or {})
-        for i, arg in enumerate(func._schema.arguments):
-            dtype = ROUNDED_SCALARS.get((str(func), arg.name))
-            if dtype is None:
-                continue
-            if i < len(args) and not arg.kwarg_only and isinstance(args[i], float):
-                args[i] = float(torch.tensor(args[i], dtype=dtype))
-            elif isinstance(kwargs.get(arg.name), float):
-                kwargs[arg.name] = float(torch.tensor(kwargs[arg.name], dtype=dtype))
-        return func(*args, **kwargs)
+def _eager(call, args, kwargs, seed, module):
+    """Eager's run, watched as the check watches it: which Python scalars eager rounds, which random numbers it draws."""
+    trace = _judge.faithful.EagerTrace()
+    leaves, _ = _run(call, args, kwargs, seed, module, mode=trace)
+    return leaves, trace.trace
 
 
-def _reference(call, args, kwargs, seed):
-    """The same call with the module and the floating inputs in float64; empty when an op has no float64 kernel."""
+def _reference(call, args, kwargs, seed, trace):
+    """The check's faithful fp64 reference: the module and floating inputs in float64, eager's roundings and draws
+    replayed; empty when an op has no float64 kernel."""
     try:
         module = _module_of(call)
         if module is not None:
             copied = copy.deepcopy(module).double()
             call = copied if call is module else types.MethodType(call.__func__, copied)
             module = copied
-        with _RoundScalars() if ROUNDED_SCALARS else contextlib.nullcontext():  # no dispatch mode where nothing rounds
-            return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False)[0]
+        mode = _judge.faithful.FaithfulMode(trace) if trace.changes_reference else None
+        return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False, mode=mode)[0]
     except Exception as exc:
         print(f"(no fp64 reference: {type(exc).__name__}: {exc})")
         return {}
 
 
-def _ulp(a, b):
-    ints = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}.get(a.dtype)
-    if ints is None:
-        return float((a != b).sum())
-    def ordered(t):
-        i = t.contiguous().view(ints).to(torch.int64)
-        return torch.where(i < 0, torch.iinfo(ints).min - i, i)
-    finite = torch.isfinite(a) & torch.isfinite(b)
-    return float((ordered(a) - ordered(b)).abs()[finite].max()) if finite.any() else 0.0
-
-
-def _compare(eager, compiled, reference, prefix=""):
-    """Print one line per floating leaf; return what diverges, one line per leaf."""
-    diverged = [f"{prefix}{name}: only in the compiled result (compiled mutated it, eager did not)" for name in compiled if name not in eager]
+def _compare(eager, compiled, reference, trace, prefix=""):
+    """Judge every leaf with the engine's own rules (the judge embedded below); return one line per divergent leaf."""
+    oracle, verdicts = _judge.oracle, _judge.verdicts
+    witness = _judge.witness.FaithfulReference(trace.describe()) if trace.changes_reference else None
+    diverged = [f"{prefix}{name} [mutation]: only the compiled run changed it in place" for name in compiled if name not in eager]
     for name, e in eager.items():
         c = compiled.get(name)
         label = prefix + name
         if c is None:
-            diverged.append(f"{label}: missing from the compiled result")  # e.g. eager mutated an input, compiled did not
+            diverged.append(f"{label} [mutation]: missing from the compiled result (eager changed it in place, compiled did not)")
             continue
-        problems = []
         if e.shape != c.shape or e.dtype != c.dtype:
-            problems.append(f"shape/dtype {tuple(e.shape)} {e.dtype} vs {tuple(c.shape)} {c.dtype}")
-        elif e.is_floating_point():
-            if not torch.equal(e.isnan(), c.isnan()):
-                problems.append("NaN pattern differs")
-            if not torch.equal(e.isinf() & (e > 0), c.isinf() & (c > 0)) or not torch.equal(e.isinf() & (e < 0), c.isinf() & (c < 0)):
-                problems.append("infinity pattern differs")
-            if not torch.equal(torch.signbit(e) & (e == 0), torch.signbit(c) & (c == 0)):
-                problems.append("signed zeros differ")
-            both = torch.isfinite(e) & torch.isfinite(c)
-            abs_diff = float((e.double() - c.double()).abs()[both].max()) if both.any() else 0.0
-            line = f"{label}: max abs diff {abs_diff:.6g}, max ULP diff {_ulp(e, c):.0f}"
-            r = reference.get(name)
-            if r is not None and r.shape == e.shape:
-                r = r.to(e.device)
-                fin = both & torch.isfinite(r)
-                if fin.any():
-                    err_e = (e.double() - r)[fin].abs()
-                    err_c = (c.double() - r)[fin].abs()
-                    floor = torch.finfo(e.dtype).eps * float(r[fin].abs().max().clamp(min=1e-30))
-                    e_rms, c_rms = float(err_e.pow(2).mean().sqrt()), float(err_c.pow(2).mean().sqrt())
-                    line += f"; distance from fp64: eager max {float(err_e.max()):.3g} rms {e_rms:.3g}, compiled max {float(err_c.max()):.3g} rms {c_rms:.3g}"
-                    if c_rms > FACTOR * e_rms + floor or float(err_c.max()) > FACTOR * float(err_e.max()) + floor:
-                        problems.append("compiled is further from the fp64 reference than eager")
-            elif abs_diff > 0:
-                problems.append("values differ and there is no fp64 reference")
-            print(line)
-        elif not torch.equal(e, c):
-            problems.append(f"{int((e != c).sum())} of {e.numel()} elements differ")
-        if e.shape == c.shape and e.stride() != c.stride() and any(s > 1 for s in e.shape):
-            problems.append(f"strides {e.stride()} vs {c.stride()}")
-        if problems:
-            diverged.append(f"{label}: " + "; ".join(problems))
+            symptoms = ["shape"] * (e.shape != c.shape) + ["dtype"] * (e.dtype != c.dtype)
+            diverged.append(f"{label} [{', '.join(symptoms)}]: {tuple(e.shape)} {e.dtype} vs compiled {tuple(c.shape)} {c.dtype}")
+            continue
+        r = reference.get(name)
+        r = r.to(e.device) if r is not None and r.shape == e.shape and e.is_floating_point() else None
+        metrics = _judge.metrics.value_metrics(e, c, r)
+        j = oracle.judge_values(metrics, strict=False, factor=FACTOR, noise_ulps=NOISE_ULPS, faithful=witness if r is not None else None)
+        print(f"{label}: {j.verdict.value}: {j.explanation}")
+        symptoms = [s.value for s in j.symptoms] if j.verdict is verdicts.Verdict.DIVERGENT else []
+        strides = oracle.significant_strides(e) != oracle.significant_strides(c)
+        if strides:
+            symptoms.append("stride")
+        if symptoms:
+            why = j.explanation if j.verdict is verdicts.Verdict.DIVERGENT else f"strides {e.stride()} vs compiled {c.stride()}"
+            diverged.append(f"{label} [{', '.join(symptoms)}]: {why}")
             print(f"  eager:    {e.flatten()[:8].tolist()}")
             print(f"  compiled: {c.flatten()[:8].tolist()}")
     return diverged
@@ -235,13 +205,13 @@ def main():
         if DTYPE is not None:
             module.to(DTYPE)
     saved = copy.deepcopy(module.state_dict()) if module is not None else None
-    eager, _ = _run(fn, _args(), {}, SEED, module)
+    eager, trace = _eager(fn, _args(), {}, SEED, module)
     if module is not None:
         module.load_state_dict(saved)  # in place: compiled starts from the state eager started from
     compiled, _ = _run(torch.compile(fn, **COMPILE_KWARGS), _args(), {}, SEED, module)
     if module is not None:
         module.load_state_dict(saved)
-    return _finish(_compare(eager, compiled, _reference(fn, _args(), {}, SEED)))
+    return _finish(_compare(eager, compiled, _reference(fn, _args(), {}, SEED, trace), trace))
 
 
 if __name__ == "__main__":
@@ -265,10 +235,10 @@ def _checked_compile(model=None, **kwargs):
         k = _CALLS[0]
         _CALLS[0] += 1
         seed = SEED + k
-        eager, _ = _run(model, args, kw, seed, _module_of(model))
-        reference = _reference(model, args, kw, seed)
+        eager, trace = _eager(model, args, kw, seed, _module_of(model))
+        reference = _reference(model, args, kw, seed, trace)
         checked, out = _run(compiled, args, kw, seed, _module_of(model), clone=False)
-        _DIVERGED.extend(_compare(eager, checked, reference, prefix=f"call{k}: "))
+        _DIVERGED.extend(_compare(eager, checked, reference, trace, prefix=f"call{k}: "))
         return out
 
     return call
@@ -296,16 +266,16 @@ class ReproError(ValueError):
 
 @dataclass(frozen=True)
 class Verification:
-    reproduces: bool  # exited 1 and said DIVERGENT
+    reproduces: bool  # exited 1 and said DIVERGENT (for the expected leaf and symptoms, when there were some)
     exit_code: int | None
     output: str
 
 
-def emit(program: str, options: CheckOptions, seed: int = 0, roundings: Sequence[ScalarRounding] = ()) -> str:
+def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
     """A standalone script around the program, for fn + inputs, KernelBench and verbatim-repro programs.
 
-    `roundings` (the original check's `scalar_roundings`) become ROUNDED_SCALARS: per op and argument, the dtype
-    eager rounds a Python scalar to. Keyed without the value, so a float the minimizer shortened still rounds.
+    Its verdict is the engine's: the judge (engine/judge and the faithful reference's trace) is embedded verbatim,
+    and eager's run is asked, call by call, which Python scalars it rounds and which numbers it draws.
     """
     try:
         style = detect_style(program)
@@ -317,12 +287,11 @@ def emit(program: str, options: CheckOptions, seed: int = 0, roundings: Sequence
         + future
         + "import contextlib\nimport copy\nimport random\nimport sys\nimport types\n\nimport torch\nimport torch.utils._python_dispatch\n\n"
         + _constants(options, seed, style, program)
-        + _rounded_scalars(roundings)
         + "".join(f"torch._inductor.config.{k} = {v!r}\n" for k, v in sorted(options.inductor_config.items()))
     )
     if style is SnippetStyle.REPRO:
         # the script drives its own calls: the engine ignores backward, device and dtype for it, and so does this
-        return head + HELPERS + REPRO_INTERCEPT + body.rstrip() + "\n" + REPRO_FOOTER
+        return head + HELPERS + judge_source() + REPRO_INTERCEPT + body.rstrip() + "\n" + REPRO_FOOTER
     body = _without_main_block(body)  # the engine loads these styles as a module, not as __main__
     adapter = ""
     if style is SnippetStyle.KERNELBENCH:
@@ -332,7 +301,41 @@ def emit(program: str, options: CheckOptions, seed: int = 0, roundings: Sequence
     if "numpy" in program:
         seeded += "import numpy\nnumpy.random.seed(SEED)\n"
     seeded += "\n"
-    return head + seeded + body.rstrip() + "\n" + adapter + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----\n" + HELPERS + PROGRAM_DRIVER
+    return head + seeded + body.rstrip() + "\n" + adapter + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----\n" + HELPERS + judge_source() + PROGRAM_DRIVER
+
+
+# The modules of the engine's judge a repro embeds, in dependency order, and where they are.
+JUDGE_MODULES = ("verdicts", "elements", "metrics", "witness", "oracle", "faithful")
+_JUDGE_PACKAGE = "_divergence_judge"
+
+
+def judge_source() -> str:
+    """The engine's judge as a script section: each module's source verbatim (imports renamed to a private
+    package), loaded into sys.modules by a few lines; `_judge` then holds them."""
+    root = Path(__file__).resolve().parents[1] / "engine"  # the engine beside this package (read as text, never imported)
+    sources = {}
+    for name in JUDGE_MODULES:
+        text = (root / ("child" if name == "faithful" else "judge") / f"{name}.py").read_text()
+        text = text.replace("from engine.judge.", f"from {_JUDGE_PACKAGE}.").replace("from engine.judge import", f"from {_JUDGE_PACKAGE} import")
+        if "from engine" in text:
+            raise ReproError(f"the judge's module {name} imports more of the engine than a repro can embed")
+        sources[name] = text
+    body = "".join(f"    {name!r}: {text!r},\n" for name, text in sources.items())
+    return (
+        "\n\n# ---- the engine's judge, verbatim (Divergence Explorer's engine/judge and its faithful reference's trace) ----\n"
+        f"_JUDGE_SOURCES = {{\n{body}}}\n\n\n"
+        "def _load_judge():\n"
+        f"    package = types.ModuleType({_JUDGE_PACKAGE!r})\n"
+        "    package.__path__ = []\n"
+        "    sys.modules[package.__name__] = package\n"
+        "    for name, source in _JUDGE_SOURCES.items():\n"
+        "        module = types.ModuleType(f'{package.__name__}.{name}')\n"
+        "        sys.modules[module.__name__] = module\n"
+        "        exec(compile(source, f'<judge: {name}>', 'exec'), module.__dict__)\n"
+        "        setattr(package, name, module)\n"
+        "    return package\n\n\n"
+        "_judge = _load_judge()\n"
+    )
 
 
 def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: str) -> str:
@@ -351,18 +354,9 @@ def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: s
         f"DEVICE = {device}\n"
         f"DTYPE = {dtype}\n"
         f"FACTOR = {options.benign_factor!r}  # compiled may be this many times further from fp64 than eager before it counts\n"
+        f"NOISE_ULPS = {options.noise_ulps!r}  # plus this much of the output's magnitude (the engine's noise floor)\n"
         f"BACKWARD = {backward}  # also compare the gradients of inputs and parameters\n"
         f"COMPILE_KWARGS = {kwargs}\n"
-    )
-
-
-def _rounded_scalars(roundings: Sequence[ScalarRounding]) -> str:
-    entries = {(r.op, r.argument): r.dtype for r in roundings}
-    body = "".join(f"    ({op!r}, {argument!r}): torch.{dtype},\n" for (op, argument), dtype in sorted(entries.items()))
-    return (
-        "# Python scalars eager rounds to a low-precision operand's dtype (asked of eager by the check, per op and argument):\n"
-        "# the fp64 reference rounds them too, or it is not the program eager runs\n"
-        + ("ROUNDED_SCALARS = {\n" + body + "}\n" if body else "ROUNDED_SCALARS = {}\n")
     )
 
 
@@ -395,8 +389,12 @@ def _option_kwargs(options: CheckOptions) -> dict[str, object]:
 
 
 def verify(script: str, python: str | None = None, timeout_s: float = 300.0, work_dir: Path | None = None,
-           should_stop: Callable[[], bool] | None = None, inductor_cache: Path | None = None) -> Verification:
+           should_stop: Callable[[], bool] | None = None, inductor_cache: Path | None = None,
+           expect: tuple[str, Iterable[str]] | None = None) -> Verification:
     """Run the script in a fresh interpreter (no state shared with anything that ran before).
+
+    It reproduces when it exits 1 saying DIVERGENT; with `expect` (a signature's leaf and symptoms), only when its
+    line for that leaf names every one of those symptoms: another leaf or another symptom is another bug.
 
     `should_stop` is polled while it runs; when it returns True the interpreter is killed and the
     script counts as not verified. `inductor_cache` lends it the oracle's compile cache: the repro
@@ -431,4 +429,18 @@ def verify(script: str, python: str | None = None, timeout_s: float = 300.0, wor
     if why:
         return Verification(False, None, f"{why}\n{output}")
     # a traceback is not a reproduction: only the harness's own exit status 1 counts
-    return Verification(process.returncode == 1 and "DIVERGENT" in stdout, process.returncode, output)
+    return Verification(process.returncode == 1 and shows(stdout, expect), process.returncode, output)
+
+
+def shows(stdout: str, expect: tuple[str, Iterable[str]] | None) -> bool:
+    """Does the repro's output say DIVERGENT, for the expected leaf with all the expected symptoms when given?"""
+    lines = [line[len("DIVERGENT "):] for line in stdout.splitlines() if line.startswith("DIVERGENT ")]
+    if expect is None:
+        return bool(lines)
+    leaf, symptoms = expect
+    for line in lines:
+        if line.startswith(f"{leaf} ["):
+            named = set(line[len(leaf) + 2 : line.index("]", len(leaf))].split(", "))
+            if set(symptoms) <= named:
+                return True
+    return False

@@ -82,6 +82,7 @@ def compare_values(
     def value_at(t: torch.Tensor | None) -> str | None:
         return None if t is None or worst_flat is None else repr(t.reshape(-1)[worst_flat].item())
 
+    counts = element_counts(eager, compiled, ref) if ref is not None and eager.dtype in LOW_PRECISION else None
     metrics = ValueMetrics(
         numel=numel,
         exact_dtype=False,
@@ -99,9 +100,65 @@ def compare_values(
         eager_value=value_at(eager),
         compiled_value=value_at(compiled),
         ref_value=value_at(ref),
+        elements=counts,
         **ref_stats,
     )
     return metrics, arrays
+
+
+def correctly_rounded(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """r rounded once to nearest-even in `dtype` (float64 out), found by search, not by formula: the double-rounded
+    candidate and its two neighbours, the nearest kept, a tie to the even significand."""
+    a = r.to(torch.float32).to(dtype)
+    candidates = torch.stack([torch.nextafter(a, torch.full_like(a, -math.inf)), a, torch.nextafter(a, torch.full_like(a, math.inf))])
+    distance = (candidates.to(torch.float64) - r).abs()
+    odd = (candidates.view(torch.int16) & 1).to(torch.float64)
+    nearest = distance.min(0).values
+    tie = (distance == nearest).sum(0) > 1
+    even = torch.argmin(torch.where(distance == nearest, odd, torch.full_like(odd, 2.0)), 0)
+    best = torch.where(tie, even, torch.argmin(distance, 0))
+    return candidates.to(torch.float64).gather(0, best.unsqueeze(0)).squeeze(0)
+
+
+def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor) -> Any:
+    """engine.judge.elements' counts over the whole tensor at once (every row's and column's exact tail, no screening)."""
+    from engine.judge import elements
+
+    e, c, r = eager.to(torch.float64), compiled.to(torch.float64), ref
+    differ = ~bitwise_equal(eager, compiled)
+    usable = differ & torch.isfinite(e) & torch.isfinite(c) & torch.isfinite(r)
+    exact = correctly_rounded(torch.where(torch.isfinite(r), r, torch.zeros_like(r)), eager.dtype)
+    k1 = usable & (e == exact) & (c != exact)
+    k2 = usable & (c == exact) & (e != exact)
+    steps = torch.where(k1, (c - r).abs() / elements.spacing(r, eager.dtype), torch.zeros_like(r))
+    shape = tuple(eager.shape)
+    worst = None
+    n1, n2 = int(k1.sum()), int(k2.sum())
+    if n1:
+        i = int(torch.argmax(steps.reshape(-1)))
+        worst = elements.Worst(_unravel(i, shape), float(e.reshape(-1)[i]), float(c.reshape(-1)[i]), float(r.reshape(-1)[i]), float(steps.reshape(-1)[i]))
+    regions = []
+    if n1 and n2 and len(shape) >= 2:
+        last, rows = shape[-1], eager.numel() // shape[-1]
+        share = n1 / (n1 + n2)
+        for axis, dim, enough in (("row", 1, last >= elements.N_MIN and rows >= 2), ("column", 0, rows >= elements.N_MIN and last >= 2)):
+            if not enough:
+                continue
+            a = k1.reshape(rows, last).sum(dim).tolist()
+            b = k2.reshape(rows, last).sum(dim).tolist()
+            tails = [(elements.log10_binomial_tail(x, x + y, share) + math.log10(len(a)), i) for i, (x, y) in enumerate(zip(a, b)) if x >= elements.N_MIN]
+            if tails:
+                log10p, i = min(tails)
+                index = _unravel(i, shape[:-1]) if axis == "row" else (i,)
+                size = last if axis == "row" else rows
+                regions.append(elements.Region(axis, index, size, a[i], b[i], len(a), log10p))
+    k1_steps = steps[k1]
+    return elements.ElementCounts(
+        str(eager.dtype).removeprefix("torch."), eager.numel(), n1, n2,
+        int((usable & ((c - r).abs() > (e - r).abs())).sum()), int((usable & ((c - r).abs() < (e - r).abs())).sum()),
+        int((k1 & (c > e)).sum()), int((k1 & (c.abs() > e.abs())).sum()),
+        float(k1_steps.min()) if n1 else 0.0, float(k1_steps.max()) if n1 else 0.0, worst, tuple(regions),
+    )
 
 
 def _compare_exact(

@@ -41,10 +41,23 @@ def test_repro_style_checks_every_compiled_call(check):
 
 
 @pytest.mark.slow
-def test_precision_cast_verdict_from_a_bf16_chain(check):
+def test_precision_cast_verdict_from_a_bf16_chain_names_the_value_whose_rounding_was_skipped(check):
     r = check("bf16_chain")
     assert r.verdict is Verdict.PRECISION_CAST
-    assert "emulate_precision_casts=True it is bit-identical" in r.leaf("out").explanation
+    explanation = r.leaf("out").explanation
+    assert "emulate_precision_casts=True it is bit-identical" in explanation
+    assert "is rounded by eager before" in explanation and "bf16_chain.py:" in explanation  # the evidence: a node and its line
+
+
+@pytest.mark.slow
+def test_a_one_step_scalar_fault_in_a_bf16_model_is_divergent_and_says_which_elements(check):
+    # issue #24: the phase is off by one or a few of its own steps where eager is exactly right; the leaf-wide
+    # floor alone called this benign, and emulate_precision_casts does not remove it (no precision-cast)
+    r = check("bf16_event_encoder")
+    phase = r.leaf("out[1]")
+    assert r.verdict is Verdict.DIVERGENT and phase.verdict is Verdict.DIVERGENT and phase.witness is Witness.FAITHFUL
+    assert phase.compiled_ref_max is not None and phase.compiled_ref_max < 0.002
+    assert f"of {phase.numel:,} elements where eager is exactly right" in phase.explanation and "in no element is compiled exactly right" in phase.explanation
 
 
 @pytest.mark.slow

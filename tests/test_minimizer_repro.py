@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.gallery import load_cases
-from minimizer.repro import emit, verify
+from engine import CheckOptions
+from minimizer.repro import HELPERS, emit, judge_source, shows, verify
 
 CASES = {c.slug: c for c in load_cases()[0]}
 
@@ -34,7 +35,7 @@ def test_a_backward_divergence_reproduces_through_its_gradients(tmp_path: Path) 
     assert check.reproduces, check.output
     divergent = [line for line in check.output.splitlines() if line.startswith("DIVERGENT")]
     assert divergent and all(line.startswith("DIVERGENT grad ") for line in divergent), check.output
-    assert "distance from fp64" in check.output and "max ULP diff" in check.output
+    assert "compiled's error is" in check.output and "ULP" in check.output  # the engine's own sentence, with its figures
 
 
 KERNELBENCH_FLOOR_DIVIDE = """import torch
@@ -65,8 +66,8 @@ def test_verbatim_and_kernelbench_programs_run_as_standalone_repros(tmp_path: Pa
     with ThreadPoolExecutor(2) as pool:
         runs = [pool.submit(verify, script, None, 300, tmp_path / name) for name, script in (("verbatim", _script("neg_zero_add_reciprocal")), ("kernelbench", kernelbench))]
     verbatim, model = (r.result() for r in runs)
-    assert verbatim.reproduces and "DIVERGENT call0: out: infinity pattern differs" in verbatim.output, verbatim.output
-    assert model.reproduces and "DIVERGENT out: compiled is further from the fp64 reference than eager" in model.output, model.output
+    assert verbatim.reproduces and "DIVERGENT call0: out [inf]: " in verbatim.output, verbatim.output
+    assert model.reproduces and "DIVERGENT out [value]: " in model.output and "further from fp64" in model.output, model.output
 
 
 SCALAR_REMAINDER = """import torch
@@ -84,18 +85,50 @@ def inputs():
 
 
 @pytest.mark.slow
-def test_a_scalar_eager_rounds_reproduces_only_against_a_reference_that_rounds_it_too(tmp_path: Path) -> None:
+def test_a_scalar_eager_rounds_reproduces_and_verifies_only_the_signatures_leaf_and_symptom(tmp_path: Path) -> None:
     # remainder(x_bf16, 1.7): compiled keeps 1.7, eager divides by 1.703125, so compiled is *closer* to a plain fp64
-    # run; the repro's fp64 run must round the scalar as the check found eager does, or it calls the bug noise
-    from engine import CheckOptions
-    from engine.result import ScalarRounding
-
-    rounding = ScalarRounding("aten.remainder.Scalar", "other", 1.7, 1.703125, "bfloat16")
+    # run; the repro asks eager which scalars it rounds, as the check does, and its fp64 run rounds them too
     script = emit(SCALAR_REMAINDER, CheckOptions(device="cpu"), seed=0)
-    rounded = emit(SCALAR_REMAINDER, CheckOptions(device="cpu"), seed=0, roundings=[rounding])
-    assert "ROUNDED_SCALARS = {}" in script and "('aten.remainder.Scalar', 'other'): torch.bfloat16" in rounded
-    with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(verify, s, None, 300, tmp_path / name) for name, s in (("plain", script), ("rounded", rounded))]
-    plain, faithful = (r.result() for r in runs)
-    assert not plain.reproduces, plain.output
-    assert faithful.reproduces and "DIVERGENT out: compiled is further from the fp64 reference" in faithful.output, faithful.output
+    check = verify(script, None, 300, tmp_path / "a")
+    assert check.reproduces and "DIVERGENT out [value]: " in check.output and "1.7 -> 1.703125 (bfloat16)" in check.output, check.output
+    assert shows(check.output, ("out", {"value"})) and not shows(check.output, ("out", {"nan"})) and not shows(check.output, ("out[0]", {"value"}))
+
+
+def _harness(**constants: object) -> dict[str, object]:
+    """The repro's harness and embedded judge, loaded in this process (what the script defines before its driver)."""
+    namespace: dict[str, object] = {"FACTOR": 2.0, "NOISE_ULPS": 32.0, "BACKWARD": False, **constants}
+    exec("import contextlib, copy, random, sys, types\nimport torch\n" + HELPERS + judge_source(), namespace)
+    return namespace
+
+
+def test_the_repro_judges_each_leaf_with_the_engines_rules() -> None:
+    # the same leaves through the repro's _compare and through the engine's judge: the same verdict and sentence
+    import torch
+
+    from engine.judge.metrics import value_metrics
+    from engine.judge.oracle import judge_values
+
+    harness = _harness()
+    g = torch.Generator().manual_seed(0)
+    t = (torch.rand(64, 32, generator=g, dtype=torch.float64) * 1.3).bfloat16()
+    t = torch.where(t == 0.69921875, torch.full_like(t, 0.6875), t)
+    eager = torch.remainder(t, 0.7)
+    reference = torch.remainder(t.double(), 0.69921875)
+    leaves = {
+        "out[0]": (eager, torch.remainder(t.float(), 0.7).bfloat16()),  # one step off where eager is exact: the element rule
+        "out[1]": (t.float() * 3, (t.double() * 3).float()),  # bit-identical
+        "out[2]": (torch.zeros(4, 1), torch.zeros(1, 4).t()),  # a size-1 dimension's stride: not a difference
+        "out[3]": (torch.ones(4, 3), torch.ones(3, 4).t()),  # a real one
+    }
+    refs = {"out[0]": reference, "out[1]": t.double() * 3}
+    trace = harness["_judge"].faithful.Trace()  # type: ignore[attr-defined]
+    lines = harness["_compare"]({k: e for k, (e, _) in leaves.items()}, {k: c for k, (_, c) in leaves.items()}, refs, trace)  # type: ignore[operator]
+    expected = judge_values(value_metrics(eager, leaves["out[0]"][1], reference), strict=False, factor=2.0)
+    assert lines[0] == f"out[0] [value]: {expected.explanation}"
+    assert len(lines) == 2 and lines[1] == "out[3] [stride]: strides (3, 1) vs compiled (1, 4)", lines
+
+
+def test_verified_means_the_signatures_leaf_with_its_symptoms() -> None:
+    output = "out[1]: divergent: ...\nDIVERGENT out[1] [nan, value]: 3 NaN position(s) differ\ntorch 2.13 - bug present\n"
+    assert shows(output, None) and shows(output, ("out[1]", {"nan"})) and shows(output, ("out[1]", {"nan", "value"}))
+    assert not shows(output, ("out[0]", {"nan"})) and not shows(output, ("out[1]", {"stride"})) and not shows("no divergence", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.judge.headline import headline
 from engine.result import CheckResult, LeafResult
 
 LABEL = "interpreted Triton, not GPU Triton"
@@ -53,11 +54,12 @@ def table(leaves: tuple[LeafResult, ...]) -> str:
 
 
 def render(result: CheckResult) -> str:
-    out: list[str] = []
+    plain = headline(result.verdict, result.leaves, result.error.kind if result.error else None)
+    # the plain sentence and the next step first, the figures after them (issue #26)
+    out: list[str] = [f"VERDICT: {result.verdict.value.upper()} — {plain.sentence}.", f"  Next: {plain.next_step}.", ""]
     if result.leaves:
         out.append(table(result.leaves))
         out.append("")
-    out.append(f"VERDICT: {result.verdict.value.upper()}")
     out.append(f"  {result.explanation}")
     for leaf in result.leaves:
         if leaf.verdict.severity > 0:

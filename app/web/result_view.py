@@ -18,6 +18,7 @@ from app import gallery
 from app.web import code_view, localize_tab, minimize_tab, probes_tab, triton_pass
 from app.store import RunRecord
 from engine import CheckResult, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
+from engine.judge.headline import headline as verdict_headline
 
 BANNER = {
     Verdict.MATCH: st.success,
@@ -135,7 +136,9 @@ def banner(result: CheckResult) -> None:
                 st.code(tail.rstrip()[-4000:], language="text")
         return
     show = BANNER[result.verdict]
-    show(f"**Verdict: {result.verdict.value.upper()}** — {headline(result)}")
+    plain = verdict_headline(result.verdict, result.leaves, result.error.kind if result.error else None)
+    # the plain sentence and the next step first, the figures after them (issue #26)
+    show(f"**Verdict: {result.verdict.value.upper()}** — {plain.sentence}. **Next:** {plain.next_step}.\n\n{headline(result)}")
     if result.error is not None:
         err = result.error
         st.markdown(f"**Error kind:** `{err.kind.value}`")

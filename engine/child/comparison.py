@@ -51,6 +51,7 @@ class CallOutcome:
     low_precision: bool
     drew_random: bool = False  # eager's call advanced the default generator: the program draws random numbers
     roundings: tuple[ScalarRounding, ...] = ()  # the Python scalars the faithful fp64 reference rounded as eager does
+    random_ops: tuple[str, ...] = ()  # ops tagged nondeterministic_seeded that advanced a generator in eager's run (rng's evidence)
 
 
 def compare_call(
@@ -124,6 +125,7 @@ def compare_call(
     settings.emit("comparing")
     builder = build(ref)
     roundings: tuple[ScalarRounding, ...] = ()
+    trace: faithful.Trace | None = None
     if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
         # values differ: is the plain reference the program eager ran? (its scalar roundings, its random draws)
         settings.emit("faithful reference")
@@ -142,7 +144,15 @@ def compare_call(
                 settings.emit("comparing")
                 builder = build(faithful_ref, trace.describe(), plain)
                 roundings = tuple(trace.roundings)
-    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings), c_out
+    random_ops: tuple[str, ...] = ()
+    if drew_random and any(leaf.mismatches for leaf in builder.leaves):  # the evidence an rng verdict needs: which ops drew
+        if trace is None:
+            try:
+                trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, (live_state, saved, c_state), backward=settings.backward))
+            except Exception as exc:  # best-effort: without it no difference is called rng
+                settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
+        random_ops = tuple(trace.random_ops) if trace is not None else ()
+    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops), c_out
 
 
 def _drifts(leaf: LeafResult) -> bool:

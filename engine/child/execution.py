@@ -25,7 +25,7 @@ from engine.child.comparison import CallOutcome, CallSettings, compare_call
 from engine.child.errors import StageError, stage_error
 from engine.child.leaf_builder import StoredLeaf
 from engine.child.seeding import seed_everything
-from engine.judge import oracle
+from engine.judge import mechanisms, oracle
 from engine.judge.metrics import host_array
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, worst
 from engine.options import CheckOptions
@@ -104,11 +104,14 @@ def run_check(
             leaves, seeds, arrays = _pick_worst_seed(outcomes)
             rng_config: dict[str, Any] = {}
             if _wants_rng_recheck(options, outcomes, leaves):
-                leaves = _recheck(run, leaves, seeds, RNG_RECHECK)
+                draws = tuple(dict.fromkeys(op for _, calls in outcomes for call in calls for op in call.random_ops))
+                leaves = _recheck(run, leaves, seeds, RNG_RECHECK, evidence=mechanisms.random_evidence(draws) if draws else None)
                 seeds = _resummarize_worst_seed(seeds, leaves)
                 rng_config = dict(RNG_RECHECK.config)  # masks must agree for a precision re-check to see anything
             if _wants_precision_recheck(options, outcomes, leaves):
-                leaves = _recheck(run, leaves, seeds, PRECISION_RECHECK, rng_config)
+                trips = mechanisms.round_trips(run.code.fx_graphs)
+                evidence = mechanisms.precision_cast_evidence(trips) if trips else None
+                leaves = _recheck(run, leaves, seeds, PRECISION_RECHECK, rng_config, evidence)
                 seeds = _resummarize_worst_seed(seeds, leaves)
     except SnippetError as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), run.code)
@@ -410,23 +413,25 @@ def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, li
 
 @dataclasses.dataclass(frozen=True)
 class Recheck:
-    """A second compile under one Inductor flag; a leaf whose difference it removes gets the named verdict."""
+    """A second compile under one Inductor flag; a leaf whose difference it removes gets the named verdict, when
+    the program shows evidence of the mechanism (engine/judge/mechanisms.py)."""
 
     stage: str
     config: dict[str, Any]
     verdict: Verdict
     may_explain: Callable[[LeafResult], bool]  # which leaves the flag could explain at all
-    mechanism: Callable[[LeafResult], str]  # the sentence that names the mechanism, for a leaf it explained
+    mechanism: Callable[[LeafResult, str], str]  # the sentence that names the mechanism, from the leaf and the evidence
+    missing: str  # what is missing when there is no evidence
 
 
-def _cast_mechanism(leaf: LeafResult) -> str:
+def _cast_mechanism(leaf: LeafResult, evidence: str) -> str:
     cast = f"a {leaf.dtype}" if leaf.dtype in ("bfloat16", "float16") else "an internal bf16/fp16"
-    return f"Inductor skipped {cast} round trip that eager performs"
+    return f"Inductor skipped {cast} round trip that eager performs: {evidence}"
 
 
-def _random_mechanism(leaf: LeafResult) -> str:
+def _random_mechanism(leaf: LeafResult, evidence: str) -> str:
     return (
-        "compiled draws its random numbers from Inductor's own generator, not ATen's, so the draws differ "
+        f"{evidence}, and compiled draws its random numbers from Inductor's own generator, not ATen's, so the draws differ "
         "(intended, pytorch#118735; set fallback_random=True, --fallback-random, where they must agree)"
     )
 
@@ -435,10 +440,12 @@ def _random_mechanism(leaf: LeafResult) -> str:
 _VALUE_SYMPTOMS = frozenset({Symptom.VALUE, Symptom.NAN, Symptom.INF, Symptom.SIGNED_ZERO})
 
 PRECISION_RECHECK = Recheck(
-    "precision-cast recheck", {"emulate_precision_casts": True}, Verdict.PRECISION_CAST, lambda l: not l.structural, _cast_mechanism
+    "precision-cast recheck", {"emulate_precision_casts": True}, Verdict.PRECISION_CAST, lambda l: not l.structural, _cast_mechanism,
+    "the program has no bf16/fp16 value that eager rounds and a fused kernel could keep in fp32",
 )
 RNG_RECHECK = Recheck(
-    "rng recheck", {"fallback_random": True}, Verdict.RNG, lambda l: set(l.symptoms) <= _VALUE_SYMPTOMS, _random_mechanism
+    "rng recheck", {"fallback_random": True}, Verdict.RNG, lambda l: set(l.symptoms) <= _VALUE_SYMPTOMS, _random_mechanism,
+    "no op of eager's run drew random numbers",
 )
 
 
@@ -457,8 +464,11 @@ def _wants_rng_recheck(options: CheckOptions, outcomes: list[tuple[int, list[Cal
     return any(l.verdict in (Verdict.DIVERGENT, Verdict.BENIGN) and RNG_RECHECK.may_explain(l) for l in leaves)
 
 
-def _recheck(run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome], recheck: Recheck, also: dict[str, Any] | None = None) -> list[LeafResult]:
-    """Re-run the worst seed with the recheck's flag (and `also`); leaves whose difference it removes get its verdict."""
+def _recheck(
+    run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome], recheck: Recheck, also: dict[str, Any] | None = None, evidence: str | None = None
+) -> list[LeafResult]:
+    """Re-run the worst seed with the recheck's flag (and `also`); leaves whose difference it removes get its verdict
+    when `evidence` names the mechanism in the program, and keep theirs, saying so, when nothing does."""
     import torch._dynamo
     import torch._inductor.config as inductor_config
 
@@ -487,10 +497,12 @@ def _recheck(run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome], reche
         fixed = (leaf.verdict is Verdict.DIVERGENT and again.verdict in (Verdict.MATCH, Verdict.BENIGN)) or (
             leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH
         )
-        if fixed:
+        if fixed and evidence is not None:
             outcome = "bit-identical" if again.verdict is Verdict.MATCH else f"benign ({again.explanation})"
-            why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf)}"
+            why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf, evidence)}"
             leaf = dataclasses.replace(leaf, verdict=recheck.verdict, explanation=why)
+        elif fixed:
+            leaf = dataclasses.replace(leaf, explanation=f"{leaf.explanation}; {mechanisms.unexplained(flags, recheck.missing)}")
         elif leaf.verdict is Verdict.DIVERGENT and again.verdict is Verdict.DIVERGENT and recheck is RNG_RECHECK:
             # say so: the random draws are not what makes this leaf differ (a minimizer must not chase them)
             leaf = dataclasses.replace(leaf, explanation=f"{leaf.explanation}; still divergent with {flags}: {again.explanation.split(';')[0]}")

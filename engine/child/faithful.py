@@ -37,7 +37,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from engine.judge.metrics import LOW_PRECISION, bitwise_equal
-from engine.result import ScalarRounding as Rounding
+from engine.judge.witness import ScalarRounding as Rounding
 
 _SCALAR_TYPES = {"Tensor", "number", "Optional[number]", "float", "Optional[float]"}
 EXPECTED_FLIPS = 8  # differences that not rounding would have to show on an op's own operands (P(none) ~ e^-8)

@@ -21,7 +21,7 @@ from engine.child.execution import Run, merge_outcomes, run_program, run_repro
 from engine.judge.verdicts import Verdict
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport, NodeDiff
 from engine.options import CheckOptions
-from engine.result import CheckResult, OutputCode
+from engine.result import CheckResult, OutputCode, ScalarRounding
 from engine.snippet import SnippetError, SnippetStyle
 
 _MAX_LISTED = 20
@@ -48,7 +48,7 @@ def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
         report = IntermediatesReport("not-divergent", f"nothing to localize: the check is {result.verdict.value}")
     else:
         try:
-            report = _localize(run, targets)
+            report = _localize(run, targets, result.scalar_roundings)
         except Exception as exc:  # localization is best effort: the check's own result stands
             import traceback
 
@@ -56,7 +56,7 @@ def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     out.write_text(json.dumps(report.to_json()))
 
 
-def _localize(run: Run, targets: set[str]) -> IntermediatesReport:
+def _localize(run: Run, targets: set[str], roundings: tuple[ScalarRounding, ...] = ()) -> IntermediatesReport:
     import torch
     import torch._dynamo
     import torch._functorch.config as functorch_config
@@ -105,6 +105,7 @@ def _localize(run: Run, targets: set[str]) -> IntermediatesReport:
         torch.compile = real_compile  # type: ignore[assignment]
         torch._dynamo.reset()
     leaves = merge_outcomes(outcomes)[0]
+    roundings = tuple(dict.fromkeys((*roundings, *(r for o in outcomes for r in o.roundings))))
     reproduced = any(l.name in targets and l.verdict is Verdict.DIVERGENT for l in leaves)
     if not graphs:
         return IntermediatesReport("not-applicable", "Inductor compiled no graph (the program ran without a compiled region)", reproduced=reproduced)
@@ -116,7 +117,7 @@ def _localize(run: Run, targets: set[str]) -> IntermediatesReport:
         if graph.inputs is None or graph.values is None:
             notes.append(f"graph {index} was compiled but never run")
             continue
-        found, count = _compare_graph(index, graph, run.options, notes)
+        found, count = _compare_graph(index, graph, run.options, notes, roundings)
         diffs.extend(found)
         compared += count
     graph_code = "\n\n".join(g.reference.code.strip() for g in graphs)
@@ -238,19 +239,22 @@ def _op_name(target: Any) -> str:
     return name if name.startswith(("aten.", "prims.")) else getattr(target, "__name__", name)
 
 
-def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list[str]) -> tuple[list[NodeDiff], int]:
+def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list[str], roundings: tuple[ScalarRounding, ...] = ()) -> tuple[list[NodeDiff], int]:
+    """Each exposed node judged as the check judges a leaf: against the faithful float64 reference of the graph
+    (engine/child/faithful_graph.py: the program's scalar roundings and eager's draws), with the element rule."""
     import torch
 
-    from engine.child.casting import to_fp64_tensor
+    from engine.child import faithful_graph
     from engine.judge import oracle
     from engine.judge.metrics import value_metrics
+    from engine.judge.witness import FaithfulReference
 
-    eager = _interpret(graph.reference, graph.inputs or [])
     try:
-        ref = _interpret(graph.reference, [to_fp64_tensor(x) if isinstance(x, torch.Tensor) else x for x in graph.inputs or []])
-    except Exception as exc:  # many graphs pin float32 somewhere; tolerances judge then
-        ref = {}
-        notes.append(f"graph {index}: no float64 reference ({type(exc).__name__}); nodes judged by tolerances")
+        eager, ref, rounded = faithful_graph.run(graph.reference, graph.inputs or [], roundings)
+    except Exception as exc:  # an op with no float64 kernel: tolerances judge then
+        eager, ref, rounded = _interpret(graph.reference, graph.inputs or []), {}, []
+        notes.append(f"graph {index}: no float64 reference ({type(exc).__name__}: {str(exc)[:120]}); nodes judged by tolerances")
+    what = "; ".join(dict.fromkeys(rounded)) if rounded else None
     diffs: list[NodeDiff] = []
     compared = 0
     for name, compiled in sorted(zip(graph.exposed, graph.values or []), key=lambda pair: graph.order.get(pair[0], -1)):
@@ -265,7 +269,8 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
         r = ref.get(name)
         r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
         metrics = value_metrics(e, compiled, r)
-        j = oracle.judge_values(metrics, strict=options.strict, factor=options.benign_factor, noise_ulps=options.noise_ulps)
+        faithful = FaithfulReference(f"the graph in float64 with {what}") if what and r is not None else None
+        j = oracle.judge_values(metrics, strict=options.strict, factor=options.benign_factor, noise_ulps=options.noise_ulps, faithful=faithful)
         if j.verdict is Verdict.DIVERGENT:
             diffs.append(NodeDiff(index, name, op, j.verdict, j.explanation, metrics.mismatches, metrics.numel, metrics.max_ulp))
     return diffs, compared

@@ -159,7 +159,7 @@ class LeafBuilder:
             return
         if e_t.device != c_t.device:
             c_t = c_t.to(e_t.device)
-        if _significant_strides(e_t) != _significant_strides(c_t):
+        if oracle.significant_strides(e_t) != oracle.significant_strides(c_t):
             structural.append(Symptom.STRIDE)
             problems.append(f"strides {list(stride)} vs compiled {list(c_stride)}")
         ops = operands(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
@@ -231,13 +231,6 @@ def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
     if before.shape != after.shape or before.dtype != after.dtype:
         return True
     return not bool(bitwise_equal(before.detach().cpu(), after.detach().cpu()).all())
-
-
-def _significant_strides(t: torch.Tensor) -> tuple[int, ...]:
-    """Strides that matter: those of dimensions longer than one (torch is free to choose the rest)."""
-    if t.numel() <= 1:
-        return ()
-    return tuple(s for n, s in zip(t.shape, t.stride()) if n > 1)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

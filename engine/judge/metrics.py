@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
-import numpy as np
 import torch
+
+from engine.judge.elements import DTYPES as ELEMENT_DTYPES
+from engine.judge.elements import ElementCounts, Tally, unravel
+
+if TYPE_CHECKING:  # the figures need no numpy (minimizer/repro.py embeds this module in scripts that import only torch)
+    import numpy as np
 
 # torch.testing.assert_close's defaults, used only when no fp64 reference could be computed.
 _DEFAULT_TOLERANCES = {
@@ -64,6 +69,7 @@ class ValueMetrics:
     eager_value: str | None
     compiled_value: str | None
     ref_value: str | None
+    elements: ElementCounts | None = None  # bf16/fp16 leaves with a reference: where each side is exactly right
 
 
 def ordered_bits(t: torch.Tensor) -> torch.Tensor:
@@ -226,6 +232,7 @@ def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetric
     """Every figure of ValueMetrics, chunk by chunk on the operands' device."""
     eager, compiled = ops.eager.reshape(-1), ops.compiled.reshape(-1)
     ref = None if ops.ref is None else ops.ref.reshape(-1)
+    tally = Tally(tuple(ops.eager.shape), ops.eager.dtype, ops.eager.device) if ref is not None and ops.eager.dtype in ELEMENT_DTYPES else None
 
     def chunk(start: int, stop: int) -> _Figures:
         e, c = eager[start:stop], compiled[start:stop]
@@ -235,6 +242,9 @@ def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetric
         if where.numel():
             d = differences(where + start, e[where], c[where], None if r is None else r[where])
             (_exact_figures if ops.exact else _float_figures)(figures, d)
+            if tally is not None:
+                assert d.ref is not None
+                tally.chunk(d.positions, d.eager64, d.compiled64, d.ref)
             if observer is not None:
                 figures.observed = observer.differing(d)
         if r is not None:
@@ -246,7 +256,7 @@ def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetric
         totals.add(figures)
         if observer is not None and figures.observed is not None:
             observer.combine(figures.observed)
-    return _metrics(ops, totals)
+    return _metrics(ops, totals, None if tally is None else tally.finish())
 
 
 def differences(positions: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor | None) -> Differences:
@@ -353,7 +363,7 @@ def _squares_and_extremes(*xs: torch.Tensor) -> list[float]:
     return torch.stack(sums + extremes).tolist()
 
 
-def _metrics(ops: Operands, t: _Figures) -> ValueMetrics:
+def _metrics(ops: Operands, t: _Figures, counts: ElementCounts | None = None) -> ValueMetrics:
     eager = ops.eager
     ref_stats: dict[str, float | None] = dict.fromkeys(
         ("ref_rms", "ref_max", "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max")
@@ -390,6 +400,7 @@ def _metrics(ops: Operands, t: _Figures) -> ValueMetrics:
         eager_value=value_at(eager),
         compiled_value=value_at(ops.compiled),
         ref_value=value_at(ops.ref),
+        elements=counts,
         **ref_stats,
     )
 
@@ -422,4 +433,4 @@ def host_array(t: torch.Tensor) -> np.ndarray:
 def _unravel(flat: int | None, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     if flat is None:
         return None
-    return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+    return unravel(flat, shape)

@@ -41,3 +41,18 @@ class FaithfulReference:
             f"the plain fp64 reference does not model this program: eager is {self.plain_eager_max:.3g} from it at worst "
             f"but {eager_ref_max:.3g} from {name}; against the latter, "
         )
+
+
+@dataclass(frozen=True)
+class ScalarRounding:
+    """eager rounded `value` to `rounded` (the dtype's nearest) when it passed it to `op` as `argument`.
+
+    Found by asking eager (engine.child.faithful), not from a table: it differs by op and device. The check
+    stores them so that a standalone repro's fp64 reference can round the same scalars without asking again.
+    """
+
+    op: str  # e.g. "aten.fmod.Scalar"
+    argument: str  # the schema's argument name, e.g. "other"
+    value: float
+    rounded: float
+    dtype: str  # "bfloat16" or "float16"

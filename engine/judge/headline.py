@@ -1,0 +1,109 @@
+"""The first thing a verdict says: one plain sentence and a next step, before any figure.
+
+"compile changed 2,304 of 4,096 values by up to 0.4; eager agrees with float64, compiled does not.
+Next: Localize, then Minimize." A reader who knows nothing of ULPs or witnesses learns what happened, how much,
+whether it is a bug, and what to click; the leaf table and the sentences with the numbers follow it.
+
+Pure: reads the leaves' figures (any object with LeafResult's fields) and the verdict's vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from engine.judge.verdicts import ErrorKind, Symptom, Verdict, Witness
+
+
+class LeafFigures(Protocol):
+    """What the headline reads of a judged leaf (engine.result.LeafResult has these fields)."""
+
+    name: str
+    verdict: Verdict
+    symptoms: tuple[Symptom, ...]
+    numel: int
+    mismatches: int
+    max_abs: float
+    eager_ref_max: float | None
+    compiled_ref_max: float | None
+    witness: Witness | None
+
+
+@dataclass(frozen=True)
+class Headline:
+    sentence: str
+    next_step: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.sentence}. Next: {self.next_step}"
+
+
+_STRUCTURE = {
+    Symptom.SHAPE: "the shape", Symptom.DTYPE: "the dtype", Symptom.STRIDE: "the memory layout (strides)",
+    Symptom.NAN: "where NaNs are", Symptom.INF: "where infinities are", Symptom.SIGNED_ZERO: "the sign of zeros",
+    Symptom.MUTATION: "which inputs or buffers are modified in place", Symptom.TYPE: "the kind or structure of the result",
+}
+_ERROR_NEXT = {
+    ErrorKind.SNIPPET: "fix the program so that it loads and defines what the message asks for",
+    ErrorKind.EAGER: "the program fails without compiling too; fix it first",
+    ErrorKind.COMPILE: "torch.compile fails where eager runs: read the traceback; a compiler error on valid code is worth reporting",
+    ErrorKind.CRASH: "the process died (a crash in compiled or native code): run it again, and report it if it repeats",
+    ErrorKind.TIMEOUT: "allow more time (--timeout) or use smaller inputs",
+    ErrorKind.MEMORY: "allow more memory (--memory-mb) or use smaller inputs",
+    ErrorKind.OUTPUT: "print less",
+    ErrorKind.PROCESSES: "start fewer processes",
+    ErrorKind.CANCELLED: "run it again to get a verdict",
+    ErrorKind.BUSY: "try again in a moment: every worker is busy",
+    ErrorKind.OPTIONS: "change the option the message names",
+    ErrorKind.INTERNAL: "this is a bug in Divergence Explorer: report it with the traceback",
+}
+
+
+def headline(verdict: Verdict, leaves: Sequence[LeafFigures], error: ErrorKind | None = None) -> Headline:
+    """The plain sentence and next step for a check with this verdict and these judged leaves."""
+    if verdict is Verdict.ERROR:
+        kind = error or ErrorKind.INTERNAL
+        return Headline(f"the check could not compare eager with compiled ({kind.value} error)", _ERROR_NEXT.get(kind, _ERROR_NEXT[ErrorKind.INTERNAL]))
+    total = sum(l.numel for l in leaves)
+    if verdict is Verdict.MATCH:
+        return Headline(f"compile changed nothing: all {total:,} values are bit-identical to eager's", "nothing to do (Probes try other inputs and layouts)")
+    these = [l for l in leaves if l.verdict is verdict]
+    changed = _changed(these)
+    if verdict is Verdict.BENIGN:
+        return Headline(f"{changed}, no further from float64 than eager's own rounding: harmless reordering of arithmetic", "nothing to do")
+    if verdict is Verdict.PRECISION_CAST:
+        return Headline(
+            f"{changed}, only because compiled code kept bf16/fp16 intermediates in float32 where eager rounds them (documented)",
+            "nothing to fix; set emulate_precision_casts=True where you need eager's exact bits",
+        )
+    if verdict is Verdict.RNG:
+        return Headline(
+            f"{changed}, only because compiled code draws its own random numbers (documented)",
+            "nothing to fix; set fallback_random=True where the draws must agree",
+        )
+    structural = [s for l in these for s in l.symptoms if s.structural]
+    if structural:
+        what = _STRUCTURE.get(structural[0], "the structure of the result")
+        names = ", ".join(l.name for l in these[:3]) + (f" and {len(these) - 3} more" if len(these) > 3 else "")
+        return Headline(f"compile changed {what} in {names}", "Localize, then Minimize")
+    return Headline(f"{changed}; {_who_is_right(these)}", "Localize, then Minimize")
+
+
+def _changed(leaves: Sequence[LeafFigures]) -> str:
+    mismatches = sum(l.mismatches for l in leaves)
+    numel = sum(l.numel for l in leaves)
+    largest = max((l.max_abs for l in leaves), default=0.0)
+    return f"compile changed {mismatches:,} of {numel:,} values by up to {largest:.2g}"
+
+
+def _who_is_right(leaves: Sequence[LeafFigures]) -> str:
+    judged = [l for l in leaves if l.eager_ref_max is not None and l.compiled_ref_max is not None]
+    if not judged:
+        return "there is no float64 answer to compare with, and the change is beyond torch.testing's tolerances"
+    eager = max(l.eager_ref_max or 0.0 for l in judged)
+    compiled = max(l.compiled_ref_max or 0.0 for l in judged)
+    reference = "float64 (run with eager's own roundings)" if any(l.witness is Witness.FAITHFUL for l in judged) else "float64"
+    if compiled > 2 * eager:
+        return f"eager agrees with {reference}, compiled does not"
+    return f"compiled is wrong in values where eager agrees exactly with {reference}"
