@@ -28,6 +28,7 @@ from minimizer.oracle import Checked, DivergenceOracle, Signature
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
 from minimizer.reducer import BudgetExhausted, Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
+from minimizer.report import issue_title, locate, render
 from minimizer.repro import ReproError, Verification, emit, verify
 from minimizer.size import Size, measure, sort_key
 from minimizer.syntax import canonical, fresh, keeps_style, prune, statically_plausible, tidy_tree, unparse
@@ -55,6 +56,7 @@ class MinimizeResult:
     guard_seconds: float = 0.0
     final_check: Checked | None = None  # the re-check of `minimized`: the figures the report quotes
     refused: tuple[tuple[str, int], ...] = ()  # candidates the oracle refused, by outcome (other-state: a slip the eval-state guard caught)
+    title: str | None = None  # the issue's title (GitHub's title field; the report is its body)
 
 
 def minimize(
@@ -101,6 +103,7 @@ def minimize(
         stopped=cut_short,
         fell_back=confirmation.fell_back,
         final_check=confirmation.final_run,
+        title=issue_title(ctx.signature, confirmation.final_run),
     )
 
 
@@ -369,7 +372,5 @@ def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None,
 # -- reporting: the ablation ladder, run as the user runs it --
 def _report(ctx: _Context, confirmation: _Confirmation) -> str:
     """The report of the offered candidate: its signature, its re-check and the ablation ladder."""
-    from minimizer.report import locate, render
-
     rows, _ = locate(ctx.runner, confirmation.final, ctx.options, ctx.signature, ctx.work_dir / "ablation")  # the ladder as the user runs it
     return render(confirmation.final, ctx.signature, confirmation.final_run, rows, confirmation.verified)
