@@ -260,6 +260,19 @@ def test_a_single_number_output_is_one_line_not_a_map_of_one_cell(app: AppTest):
     assert not any("10 worst elements" in m.value for m in app.markdown)
 
 
+def test_a_gallery_case_explains_itself_with_the_figures_its_check_measures(app: AppTest):
+    """The pointwise-fusion case blamed a fused multiply-add for its differing elements; they all come from sqrt, and
+    its figures are now the [measured_cpu] ones tests/test_sample_cases.py checks."""
+    from app.gallery import load_cases
+
+    case = next(c for c in load_cases()[0] if c.slug == "teach_fusion_pointwise")
+    app.selectbox(key="gallery_case").set_value(case.slug).run()
+    shown = " ".join(m.value for e in app.expander if e.label == "About this case" for m in e.markdown)
+    figures = {m.name: m.value for m in case.measured_cpu}
+    assert f"{figures['differ']} of {figures['numel']:,} elements differ by exactly {figures['ulp']} ULP" in shown, shown
+    assert "They all come from `sqrt`" in shown and "contracts `x*y + 1` into a fused multiply-add" not in shown and "{" not in shown
+
+
 def test_pasted_programs_are_named_after_what_they_compute(app: AppTest):
     """Every fn + inputs program used to be named "fn (pasted)" in the run list."""
     names = []
