@@ -308,10 +308,10 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
 def single_value(leaf: LeafResult, arrays: Mapping[str, np.ndarray]) -> None:
     """A leaf of one element (a 0-d tensor, shape (1,), (1, 1), ...): its values in one line, where a map of one cell,
     a histogram of one element and a one-row table would say less."""
-    values = {k: arrays[k].reshape(-1)[0].item() for k in ("eager", "compiled", "ref") if k in arrays}
-    eager, compiled = values.get("eager", leaf.eager_value), values.get("compiled", leaf.compiled_value)
+    values = {k: repr(arrays[k].reshape(-1)[0].item()) for k in ("eager", "compiled", "ref") if k in arrays}
+    eager, compiled = values.get("eager", leaf.eager_value), values.get("compiled", leaf.compiled_value)  # the leaf keeps reprs
     shape = "×".join(map(str, leaf.shape or ())) or "scalar"
-    text = f"one value ({shape}): eager `{eager!r}`, compiled `{compiled!r}`" + (f", fp64 `{values['ref']!r}`" if "ref" in values else "")
+    text = f"one value ({shape}): eager `{eager}`, compiled `{compiled}`" + (f", fp64 `{values['ref']}`" if "ref" in values else "")
     if leaf.mismatches:
         text += f" · abs difference {fmt(leaf.max_abs)}, {fmt(leaf.max_ulp)} ULP"
     st.markdown(text + ("" if leaf.mismatches else " · bit-identical"))
