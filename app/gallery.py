@@ -36,6 +36,43 @@ class Variant:
     expected_cuda_torch: str | None = None
 
 
+FIGURES = (
+    "numel", "mismatches", "max_ulp", "max_abs", "max_rel", "nan_mismatches", "inf_mismatches", "signed_zero_mismatches",
+    "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max", "eager_value", "compiled_value",
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One figure a case's text quotes (as `{name}`), the leaf and field of the check it is measured from, and its value.
+
+    The text never carries a bare figure: it is formatted from these when the case loads, and the gallery's test
+    compares each with the check on the torch the case's CPU expectation binds on (tests/test_sample_cases.py).
+    """
+
+    name: str
+    leaf: str
+    figure: str  # a LeafResult field (FIGURES)
+    value: int | float | str
+
+    def matches(self, measured: object) -> bool:
+        """Integers and text exactly; a float to the significant digits it is written with (1.19e-07: three)."""
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+            return str(measured) == str(self.value)
+        if isinstance(measured, str):  # a worst element's value, kept as text
+            try:
+                measured = float(measured)
+            except ValueError:
+                return False
+        if not isinstance(measured, (int, float)):
+            return False
+        if isinstance(self.value, int):
+            return measured == self.value
+        # the significant digits of the value as written (TOML keeps no trailing zeros: 8.6e9 reads back as 8600000000.0)
+        digits = len(repr(self.value).lower().split("e")[0].replace("-", "").replace(".", "").strip("0")) or 1
+        return float(f"{measured:.{digits}g}") == self.value
+
+
 @dataclass(frozen=True)
 class SampleCase:
     slug: str
@@ -56,6 +93,7 @@ class SampleCase:
     upstream: str | None = None
     cuda_only: bool = False
     slow: bool = False
+    measured_cpu: tuple[Measured, ...] = ()  # the figures summary and explanation quote, measured on expected_cpu_torch
 
     @property
     def one_line(self) -> str:
@@ -110,14 +148,15 @@ def load_case(toml_path: Path) -> SampleCase:
         )
         for v in data.get("variants", [])
     )
+    measured = _measured(toml_path, data.get("measured_cpu", {}))
     return SampleCase(
         slug=toml_path.stem,
         path=snippet,
         title=str(data["title"]),
-        summary=str(data["summary"]),
+        summary=_quoting(toml_path, str(data["summary"]), measured),
         category=str(data["category"]),
         kind=str(data["kind"]),
-        explanation=str(data["explanation"]).strip(),
+        explanation=_quoting(toml_path, str(data["explanation"]).strip(), measured),
         expected_cpu=_verdict(toml_path, data["expected_cpu"]),
         expected_cuda=_verdict(toml_path, data["expected_cuda"]),
         options=_options(toml_path, settings),
@@ -128,7 +167,28 @@ def load_case(toml_path: Path) -> SampleCase:
         upstream=data.get("upstream"),
         cuda_only=bool(data.get("cuda_only", False)),
         slow=bool(data.get("slow", False)),
+        measured_cpu=measured,
     )
+
+
+def _measured(path: Path, raw: Any) -> tuple[Measured, ...]:
+    """`[measured_cpu]`: `name = { leaf = "out", figure = "mismatches", value = 375 }` per figure the text quotes."""
+    if not isinstance(raw, dict):
+        raise CaseError(f"{path.name}: [measured_cpu] must be a table")
+    found = []
+    for name, spec in raw.items():
+        if not isinstance(spec, dict) or set(spec) != {"leaf", "figure", "value"} or spec["figure"] not in FIGURES:
+            raise CaseError(f"{path.name}: measured_cpu.{name} must be {{ leaf = ..., figure = one of {', '.join(FIGURES)}, value = ... }}")
+        found.append(Measured(name, str(spec["leaf"]), str(spec["figure"]), spec["value"]))
+    return tuple(found)
+
+
+def _quoting(path: Path, text: str, measured: tuple[Measured, ...]) -> str:
+    """The text with its `{name}` placeholders filled from the measured figures (`{name:,}` and other formats too)."""
+    try:
+        return text.format(**{m.name: m.value for m in measured})
+    except (KeyError, IndexError, ValueError) as exc:
+        raise CaseError(f"{path.name}: the text quotes a figure [measured_cpu] does not have ({exc})") from None
 
 
 def _merged(case: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]:

@@ -9,9 +9,11 @@ intermediate is still the core's op, or, where the core has none, the same local
 the core's ops still called; for the accuracy minifier: the core's ATen ops still in its minified graph).
 
 - ours: `minimizer.minimize` (graph path included, no shrinkray polish), budget minus a margin for the
-  final re-check and repro run, so that the total stays near the budget;
+  final re-check and repro run; the budget is the reduction's, as `divergence minimize --budget` promises
+  (establishing the signature comes on top), so the seconds printed are the whole run's;
 - shrinkray alone: shrinkray's CLI asking the same oracle (signature, mechanism switches, eval-state
-  guard) over a socket, with the same static pre-filter; its result is then verified like ours;
+  guard) over a socket, with the same static pre-filter and the same budget after establishing; its
+  result is then verified like ours;
 - the accuracy minifier: `TORCHDYNAMO_REPRO_AFTER=aot TORCHDYNAMO_REPRO_LEVEL=4` on a driver that
   compiles the program's `fn` on its inputs (a cold Inductor cache: a cached graph is not re-checked),
   then `minifier_launcher.py minify`; its repro.py is verified by running it (it raises AccuracyError
@@ -121,7 +123,7 @@ def run_shrinkray_alone(executable: str, name: str, source: str, meta: dict[str,
     started = time.monotonic()
     oracle.establish(source)
     decide = shrinkray_decider(oracle, keeps_style(canonical(source)))
-    run = run_shrinkray(executable, canonical(source), decide, budget_s=max(1.0, budget - (time.monotonic() - started)))
+    run = run_shrinkray(executable, canonical(source), decide, budget_s=max(1.0, budget - OURS_MARGIN_S))  # as ours: after establishing
     seconds = time.monotonic() - started
     calls = oracle.calls
     program = run.result if statically_plausible(run.result) else canonical(source)

@@ -254,7 +254,7 @@ def _same_file(recorded: str, program: str) -> bool:
     return recorded == program or (not program.startswith("/") and recorded.endswith("/" + program))
 
 
-def _program_line(frames: list[Frame], program: str) -> Frame | None:
+def program_frame(frames: list[Frame], program: str) -> Frame | None:
     """The innermost frame inside the program: the line of the user's code closest to the op."""
     return next((f for f in reversed(frames) if _same_file(f.file, program)), None)
 
@@ -303,7 +303,7 @@ def build(
         elsewhere: list[str] = []
         for trace in artifacts.stack_traces.get(key, []):
             frames = parse_frames(trace)
-            inner = _program_line(frames, program)
+            inner = program_frame(frames, program)
             if inner is not None:
                 if verified(inner):
                     lines.setdefault(inner.line, inner.code.strip())

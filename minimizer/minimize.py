@@ -28,6 +28,7 @@ from minimizer.oracle import Checked, DivergenceOracle, Signature
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
 from minimizer.reducer import BudgetExhausted, Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
+from minimizer.report import issue_title, locate, render
 from minimizer.repro import ReproError, Verification, emit, verify
 from minimizer.size import Size, measure, sort_key
 from minimizer.syntax import canonical, fresh, keeps_style, prune, statically_plausible, tidy_tree, unparse
@@ -55,6 +56,7 @@ class MinimizeResult:
     guard_seconds: float = 0.0
     final_check: Checked | None = None  # the re-check of `minimized`: the figures the report quotes
     refused: tuple[tuple[str, int], ...] = ()  # candidates the oracle refused, by outcome (other-state: a slip the eval-state guard caught)
+    title: str | None = None  # the issue's title (GitHub's title field; the report is its body)
 
 
 def minimize(
@@ -101,6 +103,7 @@ def minimize(
         stopped=cut_short,
         fell_back=confirmation.fell_back,
         final_check=confirmation.final_run,
+        title=issue_title(ctx.signature, confirmation.final_run),
     )
 
 
@@ -121,7 +124,8 @@ class _Context:
     oracle: DivergenceOracle
     signature: Signature
     started: float  # time.monotonic() when the minimization began
-    deadline: float | None
+    deadline: float | None  # the reduction's: `budget_s` from the end of establishing (see `establish`)
+    budget_s: float | None
     stop: Callable[[], bool]
     on_note: Callable[[str], None] | None
     notes: list[str] = field(default_factory=list)
@@ -140,12 +144,16 @@ class _Context:
         on_note: Callable[[str], None] | None,
         should_stop: Callable[[], bool] | None,
     ) -> _Context:
-        """Establish the signature (see `DivergenceOracle.establish`); the budget's clock starts before it."""
+        """Establish the signature (see `DivergenceOracle.establish`); the budget's clock starts after it.
+
+        The budget is the reduction's, as `--budget` and the app promise: establishing costs two full checks and an
+        instrumented one (a minute or more of a cold model on two cores), which would otherwise come out of it.
+        """
         started = time.monotonic()
-        deadline = started + budget_s if budget_s is not None else None
         oracle = DivergenceOracle(runner, options, work_dir / "runs", filename=filename)
         signature = oracle.establish(source)
-        ctx = cls(source, options, runner, work_dir, python, oracle, signature, started, deadline, should_stop or (lambda: False), on_note)
+        deadline = time.monotonic() + budget_s if budget_s is not None else None
+        ctx = cls(source, options, runner, work_dir, python, oracle, signature, started, deadline, budget_s, should_stop or (lambda: False), on_note)
         ctx.note(f"target: {signature.describe()}")
         return ctx
 
@@ -225,23 +233,38 @@ def _tidy_first(problem: Problem) -> bool:
 
 
 # -- reducing: our passes to a fixpoint, shrinkray's polish and our passes again, then the finishing passes --
+FINISHING_SHARE = 0.1  # of the budget kept for the finishing passes ...
+FINISHING_MIN_S = 20.0  # ... but at least this (inlining a node chain is one to five oracle calls), and at most half the budget
+
+
+def finishing_reserve(budget_s: float) -> float:
+    """The seconds at the end of a budget that only the finishing passes may use."""
+    return min(max(FINISHING_MIN_S, FINISHING_SHARE * budget_s), budget_s / 2)
+
+
 def _reduce(ctx: _Context, problem: Problem, *, use_graph: bool, use_shrinkray: bool) -> ReduceStats:
-    """Reduce `problem` in place; the stats of the last reduction, or of the one that ran out of budget."""
+    """Reduce `problem` in place; the stats of the last reduction, or of the one that ran out of budget.
+
+    The finishing passes (one expression from a chain of temporaries: what makes a repro read as one line) have the
+    end of the budget to themselves, so a reduction that runs out of time still gets them.
+    """
     graph_passes: list[ReductionPass] = [graph_rewrite(ctx.oracle.fx_graphs), truncate_output, promote_to_inputs(ctx.oracle.fx_graphs)]
     passes: list[ReductionPass] = (graph_passes if use_graph else []) + list(SOURCE_PASSES)
+    main_deadline = ctx.deadline - finishing_reserve(ctx.budget_s) if ctx.deadline is not None and ctx.budget_s is not None else None
+    problem.deadline = main_deadline
     stats = Reducer(passes).run(problem)
-
-    if use_shrinkray and not stats.budget_exhausted and not ctx.stop():
-        polish_with_shrinkray(problem, ctx.oracle, ctx.deadline, ctx.note, problem.plausible)
-        if (ctx.deadline is None or time.monotonic() < ctx.deadline) and not ctx.stop():
-            stats = _merge(stats, Reducer(passes).run(problem))
-    if not stats.budget_exhausted and not ctx.stop():
-        stats = _merge(stats, Reducer(FINISHING_PASSES).run(problem))
-    return stats
-
-
-def _merge(a: ReduceStats, b: ReduceStats) -> ReduceStats:
-    return b if b.budget_exhausted else a
+    exhausted = stats.budget_exhausted
+    if exhausted and not ctx.stop():
+        ctx.note(f"the time budget for reducing ran out in pass {problem.pass_name}; the finishing passes had their reserved "
+                 f"{finishing_reserve(ctx.budget_s or 0):.0f} s")
+    if use_shrinkray and not exhausted and not ctx.stop():
+        polish_with_shrinkray(problem, ctx.oracle, main_deadline, ctx.note, problem.plausible)
+        if (main_deadline is None or time.monotonic() < main_deadline) and not ctx.stop():
+            exhausted = Reducer(passes).run(problem).budget_exhausted
+    problem.deadline = ctx.deadline
+    if not ctx.stop():
+        exhausted = Reducer(FINISHING_PASSES).run(problem).budget_exhausted or exhausted
+    return problem.stats(exhausted)
 
 
 def shrinkray_decider(oracle: DivergenceOracle, plausible: Callable[[str], bool] = statically_plausible) -> Callable[[str], bool]:
@@ -370,7 +393,5 @@ def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None,
 # -- reporting: the ablation ladder, run as the user runs it --
 def _report(ctx: _Context, confirmation: _Confirmation) -> str:
     """The report of the offered candidate: its signature, its re-check and the ablation ladder."""
-    from minimizer.report import locate, render
-
     rows, _ = locate(ctx.runner, confirmation.final, ctx.options, ctx.signature, ctx.work_dir / "ablation")  # the ladder as the user runs it
     return render(confirmation.final, ctx.signature, confirmation.final_run, rows, confirmation.verified)

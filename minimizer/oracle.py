@@ -193,7 +193,7 @@ class DivergenceOracle:
         first_op = report.first.op if report is not None and report.status == "found" and report.first is not None else None
         self.signature = replace(base, start=start, first_op=first_op)
         # a localization that could not run says nothing about where candidates start: only the other guards hold
-        self.start_guard = start in ("found", "none-diverges")
+        self.start_guard = start in ("found", "none-diverges", "backward-not-compared")
         self.baseline = first
         self.candidate_options = self.options.with_inductor_config(**switches).replace(recheck_precision_casts=False)
         self._graphs[source] = self._graphs[canonical(source)] = first.code.fx_graphs

@@ -1,10 +1,11 @@
-"""The upstream issue body: what a maintainer reads in one screen, in PyTorch's PT2 conventions.
+"""The upstream issue body: what a maintainer reads in one screen, in PyTorch's PT2 bug template.
 
-The body is the minimized program, the few lines that show the difference (eager vs compiled at the
-worst element, and the check that fails), where it starts, the ablation in one line, the signature that
-was kept while minimizing and the versions: 10-30 lines. The self-checking repro.py goes beside it as a
-file. Every figure comes from the re-check of the minimized program itself, never from the original run,
-and nothing our own tooling failed at (a localization step that could not run) reaches the body.
+The body is a short script that runs as pasted and prints the difference (minimizer/standalone.py), what
+was expected and what happened in one sentence each, where it starts, the ablation in one line and the
+versions. The title (torch ops and what changed, in words) is returned apart from it, for GitHub's title
+field. The self-checking repro.py goes beside it as a file. Every figure comes from the re-check of the
+minimized program itself, never from the original run, and neither our tool's vocabulary (signature,
+mechanism) nor anything it failed at (a localization step that could not run) reaches the body.
 
 The ablation is the engine's ladder (eager, aot_eager, aot_eager_decomp_partition, inductor), each rung
 judged against the signature; the first diverging intermediate comes from the final re-check.
@@ -12,10 +13,13 @@ judged against the signature; the first diverging intermediate comes from the fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engine import CheckOptions, CheckResult, LeafResult, Localization, Runner, Verdict, run_localization
+from engine import CheckOptions, CheckResult, LeafKind, LeafResult, Localization, Runner, Symptom, Verdict, run_localization
+from minimizer import standalone
 from minimizer.mechanism import read_graphs
 from minimizer.oracle import Checked, Outcome, Signature, classify
 
@@ -68,14 +72,36 @@ def ablation_line(rows: tuple[AblationRow, ...]) -> str:
     return "; ".join(parts)
 
 
+# what the title says differs, by the leaf's symptom (the most telling first), in words
+DIFFERS = {
+    Symptom.SHAPE: "shapes",
+    Symptom.DTYPE: "dtypes",
+    Symptom.TYPE: "output structure",
+    Symptom.MUTATION: "input mutations",
+    Symptom.STRIDE: "strides",
+    Symptom.NAN: "NaN elements",
+    Symptom.INF: "inf elements",
+    Symptom.SIGNED_ZERO: "signs of zero",
+    Symptom.VALUE: "values",
+    Symptom.BITS: "bits",
+}
+
+
 def title(program_ops: tuple[str, ...], signature: Signature | None, result: CheckResult) -> str:
-    """Torch ops only, read from the minimized program's own Dynamo graph (never a constructor or a dunder)."""
+    """Torch ops only, read from the minimized program's own Dynamo graph (never a constructor or a dunder), and what
+    differs in words."""
     device = result.environment.get("device", result.options.device or "cpu")
     # the op where the divergence starts leads, when the program calls it by that name (remainder, acosh)
     start = ((signature.first_op if signature is not None else None) or "").removeprefix("aten.").split(".")[0]
     ops = ", ".join(f"`{o}`" for o in sorted(program_ops, key=lambda o: o != start)[:3]) or "this program"
-    what = ", ".join(sorted(s.value for s in signature.symptoms)) if signature is not None else result.verdict.value
-    return f"[inductor][{device}] {ops} gives a different result under torch.compile than eager ({what})"
+    symptoms = signature.symptoms if signature is not None else frozenset()
+    differs = " and ".join([w for s, w in DIFFERS.items() if s in symptoms][:2]) or "results"
+    return f"[inductor][{device}] {ops}: torch.compile gives different {differs} from eager"
+
+
+def issue_title(signature: Signature | None, final: Checked | None) -> str | None:
+    """The issue's title (it goes in GitHub's title field, not in the body), from the final re-check."""
+    return title(read_graphs(final.result.code.fx_graphs).ops, signature, final.result) if final is not None else None
 
 
 def _leaf(signature: Signature | None, result: CheckResult) -> LeafResult | None:
@@ -86,17 +112,36 @@ def _leaf(signature: Signature | None, result: CheckResult) -> LeafResult | None
     return next(iter(named or same_kind), None)
 
 
-def difference_lines(signature: Signature | None, result: CheckResult) -> list[str]:
-    """Eager vs compiled at the worst element of the leaf that diverges, and the check that fails, from `result`."""
-    leaf = _leaf(signature, result)
-    if leaf is None:
-        return [f"The check: {result.explanation}"]
-    out = []
-    if leaf.eager_value is not None and leaf.compiled_value is not None:
-        where = f" at index {list(leaf.worst_index)}" if leaf.worst_index else ""
-        out.append(f"Worst element of `{leaf.name}`{where}: eager `{leaf.eager_value}`, compiled `{leaf.compiled_value}`.")
-    out.append(f"The check that fails: {leaf.explanation}.")
-    return out
+def expected_actual(leaf: LeafResult) -> tuple[str, str]:
+    """What eager gives and what compiled gives instead, one sentence each, from the leaf's own figures."""
+    leaf = replace(leaf, name=re.sub(r"^call\d+: ", "", leaf.name))  # a verbatim script's calls: `out` of its compiled call
+    symptoms = set(leaf.symptoms)
+    call = "`torch.compile(fn)`"
+    if Symptom.SHAPE in symptoms or Symptom.DTYPE in symptoms:
+        return (f"{call} returns `{leaf.name}` with eager's shape {list(leaf.shape or ())} and dtype `{leaf.dtype}`.",
+                f"It returns shape {list(leaf.compiled_shape or ())} and dtype `{leaf.compiled_dtype}`.")
+    if Symptom.STRIDE in symptoms:
+        return (f"{call} returns `{leaf.name}` with eager's strides {list(leaf.stride or ())}.",
+                f"It returns strides {list(leaf.compiled_stride or ())}{_and_values(leaf)}.")
+    for symptom, what in ((Symptom.NAN, "NaN"), (Symptom.INF, "inf")):
+        if symptom in symptoms:
+            count = leaf.nan_mismatches if symptom is Symptom.NAN else leaf.inf_mismatches
+            return (f"{call} returns {what} in `{leaf.name}` exactly where eager does.", f"{count:,} element(s) are {what} on one side only{_and_values(leaf)}.")
+    if Symptom.SIGNED_ZERO in symptoms:
+        return (f"{call} returns the zeros of `{leaf.name}` with eager's signs.", f"{leaf.signed_zero_mismatches:,} element(s) are -0.0 on one side and 0.0 on the other.")
+    if leaf.eager_value is None or leaf.compiled_value is None or not leaf.worst_index:
+        return f"{call} gives eager's `{leaf.name}`.", f"It does not: {leaf.explanation.rstrip('.')}."
+    where = f"at index {list(leaf.worst_index)} of `{leaf.name}`"
+    agrees = leaf.eager_ref_max is not None and leaf.compiled_ref_max is not None and leaf.eager_ref_max < leaf.compiled_ref_max
+    verb = "leaves" if leaf.kind is LeafKind.MUTATED_INPUT else "returns"
+    return (f"{call} {verb} eager's `{leaf.eager_value}` {where}{', as a float64 run does' if agrees else ''}.",
+            f"It gives `{leaf.compiled_value}` there{_and_values(leaf)}"
+            + (f", and compiled is further from float64 than eager (max error {leaf.compiled_ref_max:.3g} vs {leaf.eager_ref_max:.3g})." if agrees else "."))
+
+
+def _and_values(leaf: LeafResult) -> str:
+    finite = leaf.max_abs > 0 and math.isfinite(leaf.max_abs)
+    return f"; {leaf.mismatches:,} of {leaf.numel:,} elements differ by up to {leaf.max_abs:.3g}" if leaf.mismatches and leaf.numel and finite else ""
 
 
 def start_line(run: Checked | None) -> str:
@@ -111,45 +156,41 @@ def start_line(run: Checked | None) -> str:
 
 def render(program: str, signature: Signature | None, final: Checked | None, rows: tuple[AblationRow, ...], verified: bool,
            *, logs: str = "", environment: str = "") -> str:
-    """The issue body in the sections of PyTorch's bug template, 10-30 lines around the program.
+    """The issue body in the sections of PyTorch's bug template: a script that runs as pasted (minimizer/standalone.py),
+    expected and actual in a sentence each, where it starts, the ablation, and the versions. The title is not in it
+    (`issue_title`: GitHub's title field).
 
-    `signature` is None for a run that was not minimized (`divergence export`): the body then quotes the
-    check's own explanation. `logs` goes under "Error logs"; `environment` (collect_env's text) replaces the
-    one-line versions of the check's environment.
+    `signature` is None for a run that was not minimized (`divergence export`): the body then quotes the check's own
+    explanation. `logs` goes under "Error logs"; `environment` (collect_env's text) replaces the one-line versions
+    of the check's environment.
     """
     result = final.result if final is not None else None
-    lines: list[str] = []
-    if result is not None:
-        lines += [f"# {title(read_graphs(result.code.fx_graphs).ops, signature, result)}", ""]
-    lines += [
-        "### 🐛 Describe the bug",
-        "",
-        "`torch.compile` returns a different answer from eager for this program and raises nothing:",
-        "",
-        "```python",
-        program.rstrip(),
-        "```",
-        "",
-    ]
-    if result is not None:
-        lines += difference_lines(signature, result)
+    leaf = _leaf(signature, result) if result is not None else None
+    runnable = standalone.script(program, leaf, result.options) if leaf is not None and result is not None else None
+    lines = ["### 🐛 Describe the bug", ""]
+    if runnable is not None:
+        lines += ["`torch.compile` returns a different result from eager for this program and raises nothing; the script prints both:", "",
+                  "```python", runnable.rstrip(), "```", ""]
+    else:
+        lines += ["`torch.compile` returns a different result from eager for this program and raises nothing"
+                  + (" (`repro.py`, attached, runs it both ways and compares):" if verified else ":"), "",
+                  "```python", program.rstrip(), "```", ""]
+    if leaf is not None:
+        expected, actual = expected_actual(leaf)
+        lines += [f"**Expected:** {expected}", f"**Actual:** {actual}", ""]
+    elif result is not None:
+        lines += [f"The check: {result.explanation}", ""]
     if (start := start_line(final)):
         lines.append(start)
     if (ladder := ablation_line(rows)):
         lines.append(f"Backends: {ladder}.")
-    config = (result.options.inductor_config if result is not None else {}) or {}
-    switches = ", ".join(f"`{k}={v}`" for k, v in sorted(config.items()))
-    if signature is not None:
-        lines.append(f"Checked{f' with {switches}' if switches else ''}; kept while minimizing: {signature.describe()}.")
-    elif switches:
-        lines.append(f"Checked with {switches}.")
     if verified:
-        lines.append("`repro.py` (attached) checks it on its own: eager vs compiled vs a float64 reference; it exits 1 while the bug is present.")
-    lines += ["", "### Error logs", "", logs.strip() or "None: the compiled program raises nothing; its result differs.", "", "### Versions", ""]
+        lines.append("`repro.py` (attached) checks every output on its own: eager vs compiled vs a float64 reference; it exits 1 while the bug is present.")
+    lines += ["", "### Error logs", "", logs.strip() or "None: nothing raises; the values differ (the script's output above).", "", "### Versions", ""]
     if environment.strip():
         lines += ["```", environment.strip(), "```"]
     elif result is not None:
         env = result.environment
         lines.append(f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
                      f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"

@@ -47,6 +47,15 @@ def inputs():
     return (torch.randn(768, 1100),)
 """
 
+ONE = """import torch
+
+def fn(x):
+    return (torch.softmax(x, -1) * 3.0).sum().reshape(1)
+
+def inputs():
+    return (torch.randn(64, 96),)
+"""
+
 BROKEN = """import torch
 
 def fn(x):
@@ -108,7 +117,7 @@ def decode(typed: dict[str, Any]) -> np.ndarray:
 def test_paste_and_run(app: AppTest):
     app.text_area(key="source").input(PROGRAM).run()
     run_check(app)
-    assert app.status[0].state == "complete" and "fn (pasted)" in app.status[0].label  # named after the program
+    assert app.status[0].state == "complete" and "torch.softmax(x, -1) * 3.0 (pasted)" in app.status[0].label  # named after the program
     assert banner(app).startswith("**Verdict: ")
     table = next(df.value for df in app.dataframe if "leaf" in df.value.columns)
     assert list(table["leaf"]) == ["out"] and {"max abs", "max rel", "max ULP", "mismatched", "NaN", "inf", "±0", "verdict"} <= set(table.columns)
@@ -242,6 +251,37 @@ def test_code_tab_lists_and_shows_the_kernels(app: AppTest, stored_run: tuple[st
     assert len(view) == 1 and all(k.name in view[0] for k in kernels) and "softmax(x, -1) * 3.0" in view[0]
 
 
+@pytest.mark.slow
+def test_a_single_number_output_is_one_line_not_a_map_of_one_cell(app: AppTest):
+    app.text_area(key="source").input(ONE).run()
+    run_check(app)
+    assert not app.get("plotly_chart")  # no 1x1 heatmap, no histogram of one element
+    assert any(m.value.startswith("one value (1): eager `") and "compiled `" in m.value for m in app.markdown), [m.value for m in app.markdown]
+    assert not any("10 worst elements" in m.value for m in app.markdown)
+
+
+def test_a_gallery_case_explains_itself_with_the_figures_its_check_measures(app: AppTest):
+    """The pointwise-fusion case blamed a fused multiply-add for its differing elements; they all come from sqrt, and
+    its figures are now the [measured_cpu] ones tests/test_sample_cases.py checks."""
+    from app.gallery import load_cases
+
+    case = next(c for c in load_cases()[0] if c.slug == "teach_fusion_pointwise")
+    app.selectbox(key="gallery_case").set_value(case.slug).run()
+    shown = " ".join(m.value for e in app.expander if e.label == "About this case" for m in e.markdown)
+    figures = {m.name: m.value for m in case.measured_cpu}
+    assert f"{figures['differ']} of {figures['numel']:,} elements differ by exactly {figures['ulp']} ULP" in shown, shown
+    assert "They all come from `sqrt`" in shown and "contracts `x*y + 1` into a fused multiply-add" not in shown and "{" not in shown
+
+
+def test_pasted_programs_are_named_after_what_they_compute(app: AppTest):
+    """Every fn + inputs program used to be named "fn (pasted)" in the run list."""
+    names = []
+    for program in (PROGRAM, BROKEN):
+        app.text_area(key="source").input(program).run()
+        names.append(next(c.value for c in app.caption if " · runs as " in c.value).split(" · runs as ")[0])
+    assert names == ["torch.softmax(x, -1) * 3.0 (pasted)", "x @ torch.ones(5, 5) (pasted)"]
+
+
 def test_broken_snippet_shows_its_error_and_the_next_run_works(app: AppTest):
     app.text_area(key="source").input(BROKEN).run()
     run_check(app)
@@ -251,6 +291,9 @@ def test_broken_snippet_shows_its_error_and_the_next_run_works(app: AppTest):
     assert any("Error kind" in m.value and "eager" in m.value for m in app.markdown)
     assert any("about to fail" in c.value for c in app.code)  # the output tail
     assert any("mat1 and mat2" in c.value or "shapes cannot be multiplied" in c.value for c in app.code)
+    # the traceback is the user's: no frame of the tool's own harness (with the server's paths) on top of it
+    tb = next(c.value for c in app.code if c.value.startswith("Traceback"))
+    assert str(REPO) not in tb and tb.splitlines()[1] == '  File "snippet.py", line 5, in fn', tb
     # a run that failed cannot be probed: every probe would fail the same way, and the tab says so
     assert any("ended in an error (eager)" in i.value for i in app.info) and not any(b.key.startswith("probe_start") for b in app.button)
     app.text_area(key="source").input(PROGRAM).run()

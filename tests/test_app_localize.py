@@ -6,6 +6,8 @@ probes are three (one of them not applicable, so no compile), and floor division
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,17 @@ def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None
     assert any("**`div`**" in m.value and "aten.div" in m.value for m in again.markdown), "no first-node card"
     assert any("cpp_fused" in c.value for c in again.code), "no kernel source"
     assert has_button(again, f"loc_open:{run_id}")
+
+    # the Generated code tab marks the localized node on the check's own line and kernel (the localization's
+    # instrumented compile is labelled 1_inference, the check's module 0_inference), and `//` is no comment there
+    view = code_view_data(again)
+    kernels = {k["key"] for k in view["kernels"]}
+    assert view["divergence"]["line"] == 6 and view["divergence"]["kernel"] in kernels, view["divergence"]
+    assert view["divergence"]["kernel"].startswith("0_inference/cpp_fused_div")
+    assert "a // b" in view["program"][5] and 'class="cm"' not in view["program"][5]
+
+
+def code_view_data(at: AppTest) -> dict:
+    """The data the Generated code tab's program <-> kernel view was drawn from."""
+    page = next(e.proto.srcdoc for e in at.get("iframe") if "dx-program" in e.proto.srcdoc)
+    return json.loads(re.search(r"^const D = (.*);$", page, re.M).group(1).replace("<\\/", "</"))

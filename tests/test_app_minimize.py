@@ -7,6 +7,10 @@ and the issue body, and reopen the run with its result kept.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +35,7 @@ def metric(at: AppTest, label: str) -> str:
 
 
 @pytest.mark.slow
-def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: Path, inductor_cache: Path):
+def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: Path, inductor_cache: Path, tmp_path: Path):
     at, run_id = check_in_app(APP, SNIPPET.read_text(), TIMEOUT)
     record = RunStore().get(run_id)
     assert record is not None and record.verdict == "divergent"
@@ -79,6 +83,17 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     assert (Path(record.run_dir) / "minimize" / "repro.py").exists() and (Path(record.run_dir) / "minimize" / "issue.md").exists()
     assert "First diverging intermediate" in (Path(record.run_dir) / "minimize" / "issue.md").read_text()  # the engine's localization
     assert (Path(record.run_dir) / "minimize" / "repro.snippet.py").read_text() == outcome.minimized
+    # the issue body (as the tab shows it) runs as pasted, in a fresh interpreter, and prints the difference; its title
+    # is shown apart from it (GitHub's title field), in words
+    body = next(c.value for c in at.code if c.language == "markdown" and "Describe the bug" in c.value)
+    assert body.startswith("### 🐛 Describe the bug") and "kept while minimizing" not in body and "(value)" not in body
+    block = tmp_path / "issue_script.py"
+    block.write_text(re.findall(r"```python\n(.*?)```", body, re.S)[0])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
+    ran = subprocess.run([sys.executable, "-I", str(block)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    shown = re.search(r"^at index \[.*\] : eager (\S+) \| compiled (\S+)", ran.stdout, re.M)
+    assert ran.returncode == 0 and shown is not None and shown[1] != shown[2], ran.stdout + ran.stderr
+    assert any(c.value == outcome.title and "torch.compile gives different values from eager" in c.value for c in at.code), outcome.title
 
     # reopened in a new session: the result is read back, nothing runs
     again = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("streamlit")
 
 from app.web import code_view  # noqa: E402
-from engine import CheckOptions, CheckResult, LeafKind, LeafResult, OutputCode, Verdict  # noqa: E402
-from engine.localization.reports import IntermediatesReport, NodeDiff  # noqa: E402
+from engine import CheckOptions, CheckResult, Kernel, LeafKind, LeafResult, OutputCode, Verdict  # noqa: E402
+from engine.localization.reports import IntermediatesReport, NodeDiff, NodeSite  # noqa: E402
 from engine.provenance import TRACKED, KernelOrigin, NodeOrigin, Provenance, SourceLine  # noqa: E402
 
 PROGRAM = "import torch\ndef fn(x, w):\n    h = torch.sigmoid(x * 2.0)\n    o = h @ w\n    return torch.relu(o) + 1.0\n"
@@ -92,8 +92,42 @@ def test_the_first_diverging_node_is_placed_on_its_line_and_kernel():
     assert "3 of 32 elements differ, max 9 ULP" in placed.text
     data = code_view.view_data(PROGRAM, "snippet.py", [MODULE], placed)
     assert data["divergence"]["kernel"] == "0_inference/cpp_fused_add_relu_1" and data["divergence"]["line"] == 5
-    # a node the check's graph does not have keeps the instrumented compile's kernel name, and says so
+    # a node the check's graph does not have, of no known origin: named, with no kernel, and the text says so
     gone = IntermediatesReport("found", "", NodeDiff(0, "where_7", "aten.where.self", Verdict.DIVERGENT, "", 1, 2, 3.0), kernel="cpp_fused_where_4", output_code_label="0_inference")
     placed = code_view.place_divergence([MODULE], gone)
-    assert placed.line is None and placed.kernel == "cpp_fused_where_4" and "not in this check's own graph" in placed.text
+    assert placed.line is None and placed.kernel is None and "not in this check's own graph" in placed.text
+
+
+def test_the_localized_node_is_placed_by_its_origin_not_by_the_instrumented_compiles_label():
+    """Localization's instrumented compile is a second compile: its module is `1_inference` beside the check's `0_inference`."""
+    site = NodeSite(5, "return torch.relu(o) + 1.0", ("relu",))
+    by_name = IntermediatesReport("found", "", NodeDiff(0, "relu", "aten.relu.default", Verdict.DIVERGENT, "", 1, 2, 3.0, site), output_code_label="1_inference")
+    placed = code_view.place_divergence([MODULE], by_name, PROGRAM)
+    assert (placed.module, placed.kernel, placed.line) == ("0_inference", "cpp_fused_add_relu_1", 5)
+    # named differently in the instrumented compile: the kernel made from the same Dynamo-graph node
+    renamed = IntermediatesReport("found", "", NodeDiff(0, "relu_3", "aten.relu.default", Verdict.DIVERGENT, "", 1, 2, 3.0, site), output_code_label="1_inference")
+    placed = code_view.place_divergence([MODULE], renamed, PROGRAM)
+    assert (placed.module, placed.kernel, placed.line) == ("0_inference", "cpp_fused_add_relu_1", 5)
+    # no Dynamo-graph origin recorded: the node of the same op on the same (verified) program line
+    by_line = IntermediatesReport("found", "", NodeDiff(0, "sigmoid_9", "aten.sigmoid.default", Verdict.DIVERGENT, "", 1, 2, 3.0,
+                                                        NodeSite(3, "h = torch.sigmoid(x * 2.0)")), output_code_label="1_inference")
+    placed = code_view.place_divergence([MODULE], by_line, PROGRAM)
+    assert (placed.module, placed.kernel, placed.line) == ("0_inference", "cpp_fused_mul_sigmoid_0", 3)
+    # a line whose text is not the program's (another version of it) is not trusted
+    stale = IntermediatesReport("found", "", NodeDiff(0, "sigmoid_9", "aten.sigmoid.default", Verdict.DIVERGENT, "", 1, 2, 3.0,
+                                                      NodeSite(3, "h = torch.tanh(x)")), output_code_label="1_inference")
+    placed = code_view.place_divergence([MODULE], stale, PROGRAM)
+    assert (placed.module, placed.kernel, placed.line) == (None, None, None)
+
+
+def test_python_floor_division_is_not_a_comment_but_a_cpp_comment_is():
+    program = "def fn(a, b):\n    return a // b  # floor\n"
+    wrapper = "\n".join(["cpp_fused_0 = async_compile.cpp_pybinding([], r'''", "#include <cmath>", "    // a C++ comment", "''')", "x = y // 2"])
+    module = OutputCode("0_inference", wrapper, (Kernel("cpp_fused_0", "cpp", ""),), PROV)
+    data = code_view.view_data(program, "snippet.py", [module])
+    assert data["program"][1] == '    <b class="kw">return</b> a // b  <i class="cm"># floor</i>'
+    out = {o["n"]: o["html"] for o in data["out"] if "n" in o}
+    assert 'class="cm"' not in out[2] and out[3] == '    <i class="cm">// a C++ comment</i>' and 'class="cm"' not in out[5]
+
+
     assert code_view.place_divergence([MODULE], IntermediatesReport("none-diverges", "")) is None

@@ -95,6 +95,8 @@ def test_first_diverging_node_is_the_injected_fault(runner: Runner, tmp_path: Pa
     assert report.anchor == f"kernel-{report.kernel}" and report.kernel_source and report.wrapper_line
     assert report.reproduced and report.diverging_nodes[0].startswith("mul ")
     assert "sin" not in [n.split()[0] for n in report.diverging_nodes]  # upstream of the fault: still equal
+    # where it came from, as torch records it on the node: what places it in the check's own compile
+    assert (report.first.site.line, report.first.site.code, report.first.site.source_nodes) == (20, "b = a * y", ("b",))  # the Dynamo graph names it after the variable
 
 
 def test_ladder_conclusions() -> None:

@@ -43,3 +43,19 @@ def test_should_stop_returns_the_best_so_far_without_verifying(runner: Runner, t
     assert result.stopped and not result.repro_verified and not result.confirmed and result.report is None
     assert result.oracle_calls == 3  # establishing the signature only (twice, then with the switches): no candidate, no re-check
     assert result.repro is not None and "def main" in result.repro
+
+
+@pytest.mark.slow
+def test_the_budget_is_the_reductions_establishing_comes_on_top(runner: Runner, tmp_path: Path) -> None:
+    """`--budget` and the app promise a budget for reducing; its clock used to start before the three checks that
+    establish the signature (a minute of a cold model on two cores, a third of the default budget), so a budget
+    shorter than establishing tested no candidate at all."""
+    from minimizer.minimize import finishing_reserve
+
+    result = minimize(SNIPPET.read_text(), CheckOptions(device="cpu", timeout_s=120), runner, tmp_path / "work", budget_s=2,
+                      use_shrinkray=False, ablation=False)
+    assert result.stats.oracle_calls >= 1, result.notes  # candidates were tested after the 3 establishing checks
+    assert result.stats.budget_exhausted
+    # and the end of a budget is kept for the finishing passes (one expression from a chain of temporaries), which a
+    # reduction that ran out of time used to skip
+    assert (finishing_reserve(30), finishing_reserve(60), finishing_reserve(300), finishing_reserve(1000)) == (15, 20, 30, 100)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from engine import CheckOptions, CheckResult, ErrorInfo, ErrorKind, LeafKind, LeafResult, Symptom, Verdict
@@ -10,7 +11,8 @@ from minimizer.passes.nodes import graph_rewrite
 from minimizer.oracle import Outcome, Signature, classify, signature_of
 from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
 from minimizer.passes import delete_statements
-from minimizer.syntax import keeps_style
+from minimizer.size import sort_key
+from minimizer.syntax import canonical, keeps_style
 
 GRAPH = (
     'TRACED GRAPH\n ===== __compiled_fn_1 =====\nclass GraphModule(torch.nn.Module):\n'
@@ -162,5 +164,39 @@ def test_the_title_leads_with_the_op_where_the_divergence_starts():
     result = CheckResult(verdict=Verdict.DIVERGENT, explanation="", options=CheckOptions(device="cpu"))
     starts = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE}), first_op="aten.remainder.Scalar")
     ops = ("abs", "amax", "add", "layer_norm", "remainder")
-    assert title(ops, starts, result) == "[inductor][cpu] `remainder`, `abs`, `amax` gives a different result under torch.compile than eager (value)"
+    assert title(ops, starts, result) == "[inductor][cpu] `remainder`, `abs`, `amax`: torch.compile gives different values from eager"
     assert "`abs`, `amax`, `add`" in title(ops, Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE})), result)
+
+
+def _chain_graph(nodes: int) -> str:
+    """A Dynamo graph of `nodes` sin calls in a row: what a loop over a layer unrolls to."""
+    lines = ['class GraphModule(torch.nn.Module):', '    def forward(self, L_x_: "f32[6][1]cpu"):', '        l_x_ = L_x_']
+    previous = "l_x_"
+    for i in range(nodes):
+        name = f"sin_{i}" if i else "sin"
+        lines.append(f'        {name}: "f32[6][1]cpu" = torch.sin({previous});  {previous} = None')
+        previous = name
+    return "\n".join(lines + [f"        return ({previous},)"])
+
+
+def test_a_budget_that_runs_out_in_the_graph_paths_bisection_keeps_the_best_cut_so_far() -> None:
+    """The rewrite of a model is often larger than the model (its parameters made inputs): its cuts used to be adopted
+    only once the bisection ended, so a budget that ran out in it (the attention corpus program) kept nothing."""
+    source = (
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        for _ in range(20):\n            x = torch.sin(x)\n"
+        "        return x\n\n    def unused(self, y, z):\n        return torch.cat([y * 2.0 + z, y - z * 3.0, (y + z).relu(), torch.tanh(y) * z], dim=-1)\n"
+        "\nfn = Net()\n\ndef inputs():\n    return (torch.ones(6),)\n"
+    )
+    calls: list[str] = []
+
+    def diverges(candidate: str) -> bool:  # the divergence starts at the fourth sin; the budget ends in the second probe batch
+        calls.append(candidate)
+        if len(calls) == 3:
+            problem.deadline = time.monotonic() - 1
+        return candidate.count("torch.sin(") >= 4
+
+    problem = Problem(canonical(source), PredicateOracle(diverges), deadline=time.monotonic() + 600)
+    stats = Reducer([graph_rewrite(lambda s: (_chain_graph(20),))]).run(problem)
+    assert stats.budget_exhausted and len(calls) == 3
+    assert "class Net" not in problem.current and 4 <= problem.current.count("torch.sin(") < 20, problem.current
+    assert sort_key(problem.current) < sort_key(canonical(source))

@@ -19,15 +19,29 @@ from tests.reference_metrics import stored_figures_disagree
 CASES, PROBLEMS = load_cases()
 PINNED = re.search(r"^torch==(\S+)", (Path(__file__).resolve().parents[1] / "constraints.txt").read_text(), re.M).group(1)
 RUNS = [
-    pytest.param(case, options, expected, id=f"{case.slug}{'' if n == 0 else f'-variant{n}'}", marks=[pytest.mark.slow] if case.slow else [])
+    pytest.param(case, options, expected, measured, id=f"{case.slug}{'' if n == 0 else f'-variant{n}'}", marks=[pytest.mark.slow] if case.slow else [])
     for case in CASES
-    for n, (options, expected) in enumerate(
+    for n, (options, expected, measured) in enumerate(
         [
-            (case.options, {"cpu": (case.expected_cpu, case.expected_cpu_torch), "cuda": (case.expected_cuda, case.expected_cuda_torch)}),
-            *((v.options, {"cpu": (v.expected_cpu, v.expected_cpu_torch), "cuda": (v.expected_cuda, v.expected_cuda_torch)}) for v in case.variants),
+            (case.options, {"cpu": (case.expected_cpu, case.expected_cpu_torch), "cuda": (case.expected_cuda, case.expected_cuda_torch)}, case.measured_cpu),
+            *((v.options, {"cpu": (v.expected_cpu, v.expected_cpu_torch), "cuda": (v.expected_cuda, v.expected_cuda_torch)}, ()) for v in case.variants),
         ]
     )
 ]
+
+
+def test_every_measured_figure_in_a_cases_text_is_a_checked_placeholder():
+    """What a case's text says it measured ("375 of 65,536 elements differ", "max abs 1.2e-7") comes from its
+    [measured_cpu] table, which the CPU run checks: a bare count in the text is a figure no test measures."""
+    import tomllib
+
+    for case in CASES:
+        raw = tomllib.loads(case.path.with_suffix(".toml").read_text())
+        text = raw["summary"] + " " + raw["explanation"]
+        bare = re.findall(r"\b\d[\d,]* of \d[\d,]*(?: \w+)? (?:elements?|sums|values|rows)\b", text)
+        assert not bare, f"{case.slug}: bare measured counts {bare}"
+        if "Measured on" in text or "measured" in text:
+            assert case.measured_cpu, f"{case.slug}: its text reports measurements but has no [measured_cpu] table"
 
 
 def test_gallery_has_what_the_workshop_needs():
@@ -63,17 +77,34 @@ def _expect(result, case, device: str, expected) -> None:
     pytest.xfail(message)
 
 
+def _figures(result, case, measured, measured_on: str | None) -> None:
+    """The figures the case's text quotes are what this torch measures: on the torch its CPU expectation binds on, exactly."""
+    import torch
+
+    leaves = {l.name: l for l in result.leaves}
+    wrong = [f"{m.name} ({m.leaf} {m.figure}): the text says {m.value!r}, torch {torch.__version__} measures "
+             f"{getattr(leaves[m.leaf], m.figure) if m.leaf in leaves else 'no such leaf'!r}"
+             for m in measured if m.leaf not in leaves or not m.matches(getattr(leaves[m.leaf], m.figure))]
+    if not wrong:
+        return
+    message = f"{case.slug}: " + "; ".join(wrong)
+    if binds(measured_on, torch.__version__):
+        pytest.fail(message)
+    pytest.xfail(message)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case, options, expected", RUNS)
-def test_case_verdict_on_cpu(runner, tmp_path, case, options, expected):
+@pytest.mark.parametrize("case, options, expected, measured", RUNS)
+def test_case_verdict_on_cpu(runner, tmp_path, case, options, expected, measured):
     r = runner.check(case.source(), options.replace(device="cpu", timeout_s=300), str(case.path), run_dir=tmp_path)
     assert not stored_figures_disagree(r)  # the chunked comparison gives the figures of the whole-tensor one
     _expect(r, case, "cpu", expected["cpu"])
+    _figures(r, case, measured, expected["cpu"][1])
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("case, options, expected", RUNS)
-def test_case_verdict_on_cuda(runner, tmp_path, case, options, expected):
+@pytest.mark.parametrize("case, options, expected, measured", RUNS)
+def test_case_verdict_on_cuda(runner, tmp_path, case, options, expected, measured):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"minimized program written to {snippet} ({result.final.lines} lines; `divergence check {snippet}` checks it)")
     if args.report is not None and result.report is not None:
         args.report.write_text(result.report)
-        print(f"bug report written to {args.report}")
+        print(f"bug report written to {args.report}; its title: {result.title}")
     return 0 if result.repro_verified and result.confirmed else 1
 
 

@@ -26,8 +26,8 @@ import streamlit as st
 
 from app.store import RunRecord
 from engine import CheckResult, LeafKind, LeafResult, Localization, OutputCode
-from engine.localization.reports import IntermediatesReport
-from engine.provenance import TRACKED, KernelOrigin
+from engine.localization.reports import IntermediatesReport, NodeDiff, NodeSite
+from engine.provenance import TRACKED, KernelOrigin, definition_span
 
 # light, distinguishable backgrounds (ColorBrewer's Paired and Set3 tones), in legend order
 PALETTE = ("#a6cee3", "#fdbf6f", "#b2df8a", "#fb9a99", "#cab2d6", "#ffff99", "#8dd3c7", "#fccde5", "#bebada", "#d9d9d9", "#ccebc5", "#ffed6f")
@@ -103,28 +103,66 @@ class Divergence:
     text: str
 
 
-def place_divergence(modules: Sequence[OutputCode], report: IntermediatesReport | None) -> Divergence | None:
+def place_divergence(modules: Sequence[OutputCode], report: IntermediatesReport | None, program: str | None = None) -> Divergence | None:
     """Where the localization's first diverging node sits in this check's own provenance.
 
-    Localization compiles an instrumented copy of the graph (every intermediate an output), so its node
-    is looked up by name in the check's post-grad graph: the kernel that computes it there and its line,
-    both from torch's records. A node the check's graph does not have (a pass replaced it) keeps the
-    instrumented compile's kernel name, and the text says so.
+    Localization compiles an instrumented copy of the program (every intermediate an output) in a compile of
+    its own, whose modules are labelled and whose nodes may be named differently (`1_inference` beside the
+    check's `0_inference`). So the node is placed by what torch records of its origin, never by label: the
+    check's module of the same forward graph, and in it (a) the node of the same name and op (on the same
+    program line, where both are known), else (b) the kernel made from the same Dynamo-graph nodes, else (c) a
+    node of the same op on the same program line. `program` (the program's text) verifies the line torch
+    recorded for the instrumented node. Nothing found: the node is named, with no kernel, and the text says so.
     """
     if report is None or report.status != "found" or report.first is None:
         return None
     first = report.first
-    label = report.output_code_label
-    for module in modules:
-        prov = module.provenance
-        if prov is None or (label is not None and module.label != label) or prov.node(first.node) is None:
-            continue
-        node = prov.node(first.node)
-        assert node is not None
-        kernels = prov.kernels_of_node(first.node)
-        kernel = kernels[0].name if kernels else None
-        return Divergence(first.node, first.op, module.label, kernel, node.line, _figures(report))
-    return Divergence(first.node, first.op, label, report.kernel, None, _figures(report) + " (the node is not in this check's own graph: marked by kernel name only)")
+    line = _verified_line(first.site, program)
+    forward = [m for m in modules if not m.label.endswith("backward")]
+    same_graph = forward[first.graph : first.graph + 1]
+    for module in same_graph + [m for m in forward if m not in same_graph]:
+        placed = _place_in(module, first, line)
+        if placed is not None:
+            kernel, at = placed
+            return Divergence(first.node, first.op, module.label, kernel, at, _figures(report))
+    return Divergence(first.node, first.op, None, None, line, _figures(report) + " (the node is not in this check's own graph, and no kernel of it has the same origin)")
+
+
+def _verified_line(site: NodeSite, program: str | None) -> int | None:
+    """The program line torch recorded for the instrumented node, where the program's text still reads the same."""
+    if site.line is None or program is None:
+        return None
+    lines = program.splitlines()
+    return site.line if 0 < site.line <= len(lines) and lines[site.line - 1].strip() == site.code.strip() else None
+
+
+def _same_op(recorded: str, localized: str) -> bool:
+    """The check's printed op against the localization's: a `getitem` of a multi-output op is `op[i]` there."""
+    return recorded == localized or (recorded == "getitem" and localized.endswith("]"))
+
+
+def _place_in(module: OutputCode, first: NodeDiff, line: int | None) -> tuple[str | None, int | None] | None:
+    """(kernel, program line) of the node in one module of the check, or None where the module has no such node."""
+    prov = module.provenance
+    if prov is None or prov.status != TRACKED:
+        return None
+    node = prov.node(first.node)
+    if node is not None and _same_op(node.op, first.op) and (node.line is None or line is None or node.line == line):
+        kernels = prov.kernels_of_node(node.name)
+        return (kernels[0].name if kernels else None), node.line if node.line is not None else line
+    origin = set(first.site.source_nodes)
+    made_from = [k for k in prov.kernels if origin & set(k.source_nodes)]
+    if made_from:
+        ops = {n.name: n.op for n in prov.nodes}
+        made_from.sort(key=lambda k: not any(_same_op(ops.get(n, ""), first.op) for n in k.nodes))
+        kernel = made_from[0]
+        return kernel.name, line if line is not None else (kernel.line_numbers[0] if len(kernel.line_numbers) == 1 else None)
+    if line is not None:
+        same = [n for n in prov.nodes if n.line == line and _same_op(n.op, first.op)]
+        if same:
+            kernels = prov.kernels_of_node(same[0].name)
+            return (kernels[0].name if kernels else None), line
+    return None
 
 
 def _figures(report: IntermediatesReport) -> str:
@@ -133,11 +171,14 @@ def _figures(report: IntermediatesReport) -> str:
     return f"{f.mismatches} of {f.numel} elements differ, max {f.max_ulp:.3g} ULP: {f.explanation}"
 
 
-def _highlight(text: str) -> str:
-    """HTML for one code line: escaped, comments and keywords lightly marked (colours carry the kernels)."""
+def _highlight(text: str, language: str = "python") -> str:
+    """HTML for one code line: escaped, comments and keywords lightly marked (colours carry the kernels).
+
+    `language` decides what a comment is: Python's `//` is floor division, C++'s `#include` a directive.
+    """
     text = text.replace("\x00", "").replace("\x01", "")  # the markers below
     comment = ""
-    hash_at = _comment_start(text)
+    hash_at = _comment_start(text, language)
     if hash_at is not None:
         text, comment = text[:hash_at], text[hash_at:]
     body = _KEYWORDS.sub(lambda m: f"\x00{m.group(0)}\x01", text)
@@ -145,8 +186,9 @@ def _highlight(text: str) -> str:
     return body + (f'<i class="cm">{html.escape(comment)}</i>' if comment else "")
 
 
-def _comment_start(text: str) -> int | None:
-    """Where a `#` or `//` comment starts outside string quotes, or None."""
+def _comment_start(text: str, language: str = "python") -> int | None:
+    """Where a comment starts outside string quotes, or None: `#` in Python; `//` (and a `#` that is no
+    preprocessor directive) in C++."""
     quote: str | None = None
     for i, ch in enumerate(text):
         if quote:
@@ -154,11 +196,24 @@ def _comment_start(text: str) -> int | None:
                 quote = None
         elif ch in "'\"":
             quote = ch
-        elif ch == "#" and not text[i + 1 : i + 8].startswith(("include", "pragma", "define")):
+        elif ch == "#" and (language == "python" or not text[i + 1 : i + 8].startswith(("include", "pragma", "define"))):
             return i
-        elif ch == "/" and text[i + 1 : i + 2] == "/":
+        elif ch == "/" and language == "cpp" and text[i + 1 : i + 2] == "/":
             return i
     return None
+
+
+def _cpp_lines(module: OutputCode) -> set[int]:
+    """The 1-based wrapper lines inside a C++ kernel's source string; the rest of the wrapper (and Triton
+    kernels) is Python."""
+    lines: set[int] = set()
+    for kernel in module.kernels:
+        if kernel.language != "cpp":
+            continue
+        span = definition_span(module.source, kernel.name)
+        if span is not None:
+            lines.update(range(span[0] + 1, span[1] + 1))  # the first line is the Python assignment
+    return lines
 
 
 def view_data(program: str, program_name: str, modules: Sequence[OutputCode], divergence: Divergence | None = None, focus: str | None = None) -> dict[str, Any]:
@@ -191,8 +246,9 @@ def view_data(program: str, program_name: str, modules: Sequence[OutputCode], di
             for a, b in k.wrapper_spans:
                 for n in range(a, b + 1):
                     owner.setdefault(n, key)
+        cpp = _cpp_lines(module)
         for number, text in enumerate(module.source.splitlines(), 1):
-            out_lines.append({"n": number, "html": _highlight(text), "k": owner.get(number)})
+            out_lines.append({"n": number, "html": _highlight(text, "cpp" if number in cpp else "python"), "k": owner.get(number)})
         if first == len(out_lines):
             out_lines.append({"n": 0, "html": "(empty)", "k": None})
     nodes = [
@@ -204,7 +260,7 @@ def view_data(program: str, program_name: str, modules: Sequence[OutputCode], di
         key = kernel_key(divergence.module, divergence.kernel) if divergence.module and divergence.kernel else None
         div = {"node": divergence.node, "op": divergence.op, "kernel": key, "line": divergence.line, "text": divergence.text}
     return {
-        "program": [_highlight(t) for t in program.splitlines()],
+        "program": [_highlight(t, "python") for t in program.splitlines()],
         "program_text": program.splitlines(),
         "program_name": program_name,
         "out": out_lines,
@@ -405,7 +461,7 @@ def render(record: RunRecord, result: CheckResult, tri: CheckResult | None, loca
         return
     snippet = Path(record.run_dir) / "snippet.py"
     program = snippet.read_text() if snippet.exists() else ""
-    divergence = place_divergence(chosen.code.output_code, localization.intermediates if localization and which == "this check" else None)
+    divergence = place_divergence(chosen.code.output_code, localization.intermediates if localization and which == "this check" else None, program)
     names = {o.provenance.program for o in chosen.code.output_code if o.provenance is not None and o.provenance.program}
     data = view_data(program, next(iter(names), "snippet.py"), chosen.code.output_code, divergence)
     st.iframe(document(data), height=HEIGHT)

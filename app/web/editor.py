@@ -69,11 +69,13 @@ def _component() -> Callable[..., Any] | None:
 
 
 _ENTRY_POINTS = ("fn", "inputs", "get_inputs", "get_init_inputs", "main")
+NAME_CHARS = 40
 
 
 def program_name(source: str) -> str:
-    """A pasted program's name in the run list: its first class, else its first function that is not one of
-    the snippet styles' entry points, else the first of those (parsed, never run)."""
+    """A pasted program's name in the run list (parsed, never run): its first class, else its first function that
+    is not one of the snippet styles' entry points, else what `fn` computes (its returned expression: `fn` alone
+    would name every fn + inputs program alike), else the first entry point."""
     try:
         body = ast.parse(source).body
     except (SyntaxError, ValueError):
@@ -82,8 +84,27 @@ def program_name(source: str) -> str:
     functions = [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     named = [n for n in functions if n not in _ENTRY_POINTS]
     assigned = [t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name) and t.id == "fn"]
-    first = (classes or named or functions or assigned or [None])[0]
+    first = (classes or named or [c for c in [_computes(body)] if c] or functions or assigned or [None])[0]
     return f"{first} (pasted)" if first else "pasted program"
+
+
+def _computes(body: list[ast.stmt]) -> str | None:
+    """What the entry point `fn` returns, as written (`torch.softmax(x, -1) * 3.0`), shortened; None if unreadable."""
+    value: ast.expr | None = None
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "fn":
+            returns = [s for s in node.body if isinstance(s, ast.Return) and s.value is not None]
+            value = returns[-1].value if returns else None
+            if isinstance(value, ast.Name):  # `return out`: what `out` was last set to
+                sets = [s.value for s in node.body if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in s.targets)]
+                value = sets[-1] if sets else value
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "fn" for t in node.targets):
+            value = node.value.body if isinstance(node.value, ast.Lambda) else node.value
+    if value is None:
+        return None
+    text = ", ".join(ast.unparse(v) for v in value.elts) if isinstance(value, ast.Tuple) else ast.unparse(value)
+    text = " ".join(text.split())
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1].rstrip() + "…"
 
 
 def editors() -> Editors:

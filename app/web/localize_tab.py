@@ -219,8 +219,9 @@ def _wrapper_excerpt(run_dir: str | None, label: str | None, line: int | None) -
     return "\n".join(f"{'>' if n + 1 == line else ' '}{n + 1:5d}  {lines[n]}" for n in range(lo, hi))
 
 
-def intermediates_status(i: Any) -> None:
-    """No first diverging node: say plainly why, as a warning where the step could not answer."""
+def intermediates_status(i: Any, ablation: Any = None) -> None:
+    """No first diverging node: say plainly why, as a warning where the step could not answer, and never against the
+    ladder (`ablation`, when it ran): the ladder compares whole compiler layers, which this step cannot."""
     text = i.explanation
     if i.status == "failed":
         st.warning(f"**The first-diverging-node step could not run** — {text}")
@@ -230,10 +231,22 @@ def intermediates_status(i: Any) -> None:
             "an extra output changes how Inductor fuses the graph, and here that change removes the divergence, so this step "
             "cannot point at a node. The ablation ladder and the bisector above still localize the layer and the lowering."
         )
+    elif i.status == "backward-not-compared":
+        st.warning(f"**No first diverging node: the divergent leaves are gradients, and the backward graph is not compared.** {text}.{_ladder_says(ablation)}")
     elif i.status == "none-diverges":
-        st.warning(f"**No first diverging node: every intermediate matches, yet the output still diverges.** {text}")
+        st.warning(f"**No first diverging node: every intermediate matches, yet the output still diverges.** {text}.{_ladder_says(ablation)}")
     else:
         st.info(f"**{i.status}** — {text}")
+
+
+def _ladder_says(ablation: Any) -> str:
+    """What the ladder found, in the words of a node card that found no node."""
+    if ablation is None or not ablation.first_diverging:
+        return ""
+    if ablation.first_diverging == "inductor":
+        return (" The ladder above puts it in Inductor: with every lowered node matching, look at Inductor's graph passes (re-check "
+                "with `pattern_matcher=False`) and, for gradients, at the backward graph.")
+    return f" The ladder above puts it in {ablation.layer}."
 
 
 def node_card(record: RunRecord, loc: Localization) -> None:
@@ -241,7 +254,7 @@ def node_card(record: RunRecord, loc: Localization) -> None:
     assert i is not None
     with st.container(border=True):
         if i.first is None:
-            intermediates_status(i)
+            intermediates_status(i, loc.ablation)
             for note in i.notes:
                 st.caption(f"note: {note[:500]}")
             return

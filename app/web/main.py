@@ -264,11 +264,12 @@ def main() -> None:
     sidebar = st.sidebar.container()  # filled last, so it lists a run that finished during this script run
     st.markdown("## Divergence Explorer")
     st.caption("Runs a PyTorch program eagerly and with torch.compile, compares every element against an fp64 reference, and tells you whether compile changed the answer, where, and whether it matters.")
+    # the gallery across the page: in the editor's column a case's title did not fit its picker at 1024 px
+    gallery_section()
     left, right = st.columns([3, 2], gap="large")
     with right:
         options_form.render()
     with left:
-        gallery_section()
         clicked = input_section()
     # one container whether or not a check runs: the result below keeps its place in the page, so its
     # tabs keep their selection (a widget in the Minimize tab reruns the page; moved tabs reset to the first)

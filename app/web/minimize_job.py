@@ -76,6 +76,7 @@ class Outcome:
     repro: str | None = None
     report: str | None = None
     notes: tuple[str, ...] = ()
+    title: str | None = None  # the title: GitHub's title field (the report is the body)
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,7 @@ class MinimizeJob:
         return Outcome(
             DONE, message, time.time(), r.elapsed_s, r.oracle_calls, r.initial.tokens, r.final.tokens, r.initial.lines, r.final.lines,
             r.initial.torch_ops, r.final.torch_ops, r.confirmed, r.repro_verified, r.repro_output, r.minimized, r.repro, r.report, r.notes,
+            r.title,
         )
 
     def _ended(self, state: str, message: str) -> Outcome:

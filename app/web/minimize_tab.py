@@ -73,7 +73,9 @@ def render(record: RunRecord, result: CheckResult) -> None:
         "differently is rejected). Every candidate is checked in the engine's worker. The result is a standalone repro.py, verified in "
         "a fresh process, and an issue body in PyTorch's PT2 bug-report form."
     )
-    a, b, c, d = st.columns(4)
+    # two rows of two: four in a row cut the checkboxes' labels at 1024 px ("shrinkray p…")
+    a, b = st.columns(2)
+    c, d = st.columns(2)
     a.number_input("Time budget (s)", min_value=5, value=int(Settings.budget_s), step=60, format="%d", key=f"min_budget:{record.id}", disabled=running_now,
                    help="for the reduction; checking the original, verifying the repro and the ablation come on top")
     b.checkbox("Dynamo-graph rewrite", value=True, key=f"min_graph:{record.id}", disabled=running_now)
@@ -185,6 +187,9 @@ def show_outcome(run_id: str, o: Outcome) -> None:
         else:
             st.info("No repro was generated.")
     with issue_tab:
+        if o.title:
+            st.markdown("**Title** (GitHub's title field)")
+            st.code(o.title, language="text", wrap_lines=True)
         if o.report is not None:
             st.download_button("Download issue.md", o.report, file_name="issue.md", key=f"min_dl_issue:{run_id}")
             source, preview = st.tabs(["Markdown", "Preview"])

@@ -98,12 +98,12 @@ def header(record: RunRecord) -> None:
 
 
 def _other_program(record: RunRecord, source: str) -> None:
-    left, right = st.columns([3, 1], vertical_alignment="center")
-    left.caption(
+    # the caption and its button one above the other: a quarter of the column cut the button's label at 1024 px
+    st.caption(
         "The editor above is empty; this run's program is in the Program tab." if not st.session_state.get("source")
         else "The editor above holds another program than this run's (its program is in the Program tab)."
     )
-    right.button("Load this run's program", key=f"reload_top:{record.id}", on_click=load_snippet, args=(source, record), width="stretch")
+    st.button("Load this run's program", key=f"reload_top:{record.id}", on_click=load_snippet, args=(source, record))
 
 
 def about_case(record: RunRecord) -> None:
@@ -295,10 +295,10 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
     if full and arrays["eager"].shape != arrays["compiled"].shape:
         st.info("Eager and compiled have different shapes; there is no element-wise map.")
         return
-    if full and arrays["eager"].ndim == 0:
-        st.markdown(f"scalar: eager `{arrays['eager'].item()!r}`, compiled `{arrays['compiled'].item()!r}`" + (f", fp64 `{arrays['ref'].item()!r}`" if "ref" in arrays else ""))
-        return
     shape = tuple(arrays["eager"].shape) if full else tuple(int(n) for n in summary["shape"])
+    if math.prod(shape) == 1:
+        single_value(leaf, arrays if full else {})
+        return
     metrics = hm.available_metrics(arrays) if full else hm.summary_metrics(summary)
     heatmap_section(record, leaf, arrays, summary, shape, metrics)
     # one above the other: side by side at 1024 px the table's seven numeric columns were cut ("2.17e")
@@ -306,6 +306,18 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
         st.plotly_chart(_histogram(record.run_dir, leaf.name, leaf.dtype), key=f"hist:{record.id}:{leaf.name}", theme=None)
     metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", metrics[0])
     worst_table(_worst(record.run_dir, leaf.name, hm.Metric(metric).value, leaf.dtype), hm.Metric(metric))
+
+
+def single_value(leaf: LeafResult, arrays: Mapping[str, np.ndarray]) -> None:
+    """A leaf of one element (a 0-d tensor, shape (1,), (1, 1), ...): its values in one line, where a map of one cell,
+    a histogram of one element and a one-row table would say less."""
+    values = {k: repr(arrays[k].reshape(-1)[0].item()) for k in ("eager", "compiled", "ref") if k in arrays}
+    eager, compiled = values.get("eager", leaf.eager_value), values.get("compiled", leaf.compiled_value)  # the leaf keeps reprs
+    shape = "×".join(map(str, leaf.shape or ())) or "scalar"
+    text = f"one value ({shape}): eager `{eager}`, compiled `{compiled}`" + (f", fp64 `{values['ref']}`" if "ref" in values else "")
+    if leaf.mismatches:
+        text += f" · abs difference {fmt(leaf.max_abs)}, {fmt(leaf.max_ulp)} ULP"
+    st.markdown(text + ("" if leaf.mismatches else " · bit-identical"))
 
 
 def worst_table(rows: list[hm.WorstElement], metric: hm.Metric) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import CheckOptions, CheckResult, Job, Runner, Verdict
+from engine import CheckOptions, CheckResult, ErrorKind, Job, Runner, Verdict
 from app.web import triton_pass
 from app.store import INTERRUPTED, RunRecord, RunStore
 
@@ -149,7 +149,8 @@ def follow(active: Active) -> CheckResult:
         if not active.recorded:  # the verdict is the usual check's; the sidebar may list it while Triton runs
             store().finish(active.run_id, result.verdict.value, result.explanation)
             active.recorded = True
-        label = f"{active.name}: {result.verdict.value} in {active.job.progress.elapsed_s:.1f} s"
+        cancelled = result.error is not None and result.error.kind is ErrorKind.CANCELLED  # stopped: no verdict, no error
+        label = f"{active.name}: {'cancelled after' if cancelled else result.verdict.value + ' in'} {active.job.progress.elapsed_s:.1f} s"
         if active.triton_options is not None and (active.triton is not None or not active.cancelled):
             if active.triton is None:
                 active.triton = triton_pass.TritonPass(result, active.source, active.triton_options, active.filename)
@@ -162,7 +163,7 @@ def follow(active: Active) -> CheckResult:
             tri = active.triton.pass_result()
             label += f" · Triton on CPU: {tri.verdict.value if tri is not None else 'not run'}"
         cancel_slot.empty()
-        status.update(label=label, state="error" if result.verdict is Verdict.ERROR else "complete", expanded=False)
+        status.update(label=label, state="error" if result.verdict is Verdict.ERROR and not cancelled else "complete", expanded=False)
     return result
 
 

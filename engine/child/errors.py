@@ -7,8 +7,10 @@ intermediates.py).
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
+from pathlib import Path
 
 from engine.judge.verdicts import ErrorKind
 
@@ -34,4 +36,26 @@ def stage_error(kind: ErrorKind, exc: BaseException, what: str) -> StageError:
         kind = ErrorKind.MEMORY
     if isinstance(exc, SystemExit):
         text = f"the snippet called sys.exit({exc.code!r})"
-    return StageError(kind, f"{what}: {text}", "".join(traceback.format_exception(exc)))
+    return StageError(kind, f"{what}: {text}", user_traceback(exc))
+
+
+_ENGINE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep  # engine/: the harness that called the user's code
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The exception's traceback without the frames of our own harness (their server paths mean nothing to the user),
+    through its causes and contexts; torch's frames stay (a compile error's stack is torch's). Where nothing but
+    our frames is left (a fault of our own), the traceback is kept whole."""
+    whole = traceback.TracebackException.from_exception(exc)
+    seen: set[int] = set()
+    pending = [whole]
+    while pending:
+        part = pending.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        kept = [frame for frame in part.stack if not frame.filename.startswith(_ENGINE_DIR)]
+        if kept:
+            part.stack = traceback.StackSummary.from_list(kept)
+        pending.extend(p for p in (part.__cause__, part.__context__) if p is not None)
+    return "".join(whole.format())

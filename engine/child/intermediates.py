@@ -18,9 +18,10 @@ from typing import Any
 from engine.child.capture import capture_generated_code
 from engine.child.errors import StageError
 from engine.child.execution import Run, merge_outcomes, run_program, run_repro
-from engine.judge.verdicts import Verdict
-from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport, NodeDiff
+from engine.judge.verdicts import LeafKind, Verdict
+from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport, NodeDiff, NodeSite
 from engine.options import CheckOptions
+from engine.provenance import parse_frames, program_frame
 from engine.result import CheckResult, OutputCode, ScalarRounding
 from engine.snippet import SnippetError, SnippetStyle
 
@@ -32,11 +33,12 @@ _MAX_LISTED = 20
 class _Graph:
     """One graph Inductor compiled: its pristine copy, the nodes exposed, and the first call's values."""
 
-    reference: Any  # torch.fx.GraphModule, before Inductor's passes
+    reference: Any  # torch.fx.GraphModule as Inductor's inner compile receives it: after its decompositions and pattern passes, before lowering
     exposed: list[str]  # node name of each returned value (original outputs, then the extras); "" if not a node
     ops: dict[str, str]
     n_outputs: int
     order: dict[str, int] = field(default_factory=dict)  # node name -> position in the graph
+    origins: dict[str, NodeSite] = field(default_factory=dict)  # node name -> where it came from (provenance)
     inputs: list[Any] | None = None
     values: list[Any] | None = None
 
@@ -48,7 +50,8 @@ def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
         report = IntermediatesReport("not-divergent", f"nothing to localize: the check is {result.verdict.value}")
     else:
         try:
-            report = _localize(run, targets, result.scalar_roundings)
+            gradients = all(l.kind is LeafKind.GRADIENT for l in result.leaves if l.name in targets)
+            report = _localize(run, targets, gradients, result.scalar_roundings)
         except Exception as exc:  # localization is best effort: the check's own result stands
             import traceback
 
@@ -56,15 +59,17 @@ def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     out.write_text(json.dumps(report.to_json()))
 
 
-def _localize(run: Run, targets: set[str], roundings: tuple[ScalarRounding, ...] = ()) -> IntermediatesReport:
+def _localize(
+    run: Run, targets: set[str], only_gradients: bool, roundings: tuple[ScalarRounding, ...] = ()
+) -> IntermediatesReport:
     import torch
     import torch._dynamo
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
-
     graphs: list[_Graph] = []
-    backend = _instrumenting_backend(graphs)
+    backward: list[int] = []  # one entry per backward graph, compiled as it is: this step cannot instrument those
+    backend = _instrumenting_backend(graphs, run.filename, backward)
     real_compile = torch.compile
 
     def compile_instrumented(model: Any = None, **kwargs: Any) -> Any:
@@ -122,14 +127,24 @@ def _localize(run: Run, targets: set[str], roundings: tuple[ScalarRounding, ...]
         compared += count
     graph_code = "\n\n".join(g.reference.code.strip() for g in graphs)
     listed = tuple(f"{d.node} ({d.op})" for d in diffs[:_MAX_LISTED])
+    if not diffs and backward and only_gradients:
+        # the divergence is in gradients, which only the backward graph computes, and that graph is compiled as it is:
+        # no conclusion about where it starts, least of all "before Inductor"
+        return IntermediatesReport(
+            "backward-not-compared",
+            f"the forward graph's {compared} intermediates all match the eager run of the same graph; the divergent leaves are "
+            f"gradients, computed by the backward graph{'s' if len(backward) > 1 else ''}, which this step does not instrument (a "
+            "backward graph must return exactly one gradient per input). The ablation ladder tells which layer is at fault",
+            compared_nodes=compared, reproduced=reproduced, graph_code=graph_code, notes=tuple(notes),
+        )
     if not diffs:
         where = "every intermediate matches the eager run of the same ATen graph"
         why = (
-            # a claim this step cannot prove: the ladder can (aot_eager_decomp_partition right and inductor wrong puts
-            # it in Inductor even when no single node's values are at fault, e.g. in what one graph hands the next)
-            ", yet the output still diverges: no single node's values are at fault. The divergence arises before Inductor "
-            "(Dynamo capture, AOTAutograd, decompositions) or between compiled graphs (what one hands the next); the "
-            "ablation ladder tells which"
+            # what this step can say: the graph it compared had been through Inductor's decompositions and pattern passes
+            # already, so a fault in one of those rewrites is in both sides (the ladder tells the layer)
+            ", yet the output still diverges: no single node's values are at fault. That graph had already been through "
+            "Inductor's decompositions and pattern passes (an attention rewritten into SDPA, say), so the fault can be in one of "
+            "those rewrites, earlier, or between compiled graphs (what one hands the next); the ablation ladder tells which layer"
             if reproduced
             else "; with every intermediate exposed the output no longer diverges (the extra outputs changed fusion)"
         )
@@ -153,15 +168,16 @@ class _NotApplicable(BaseException):
     """Raised through the snippet's code (a BaseException, so `except Exception` there cannot swallow it)."""
 
 
-def _instrumenting_backend(graphs: list[_Graph]) -> Any:
+def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[int]) -> Any:
     import copy
 
     import torch
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
-    def inner(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
+    def inner(gm: Any, example_inputs: Any, dynamo_graph: int, **kwargs: Any) -> Any:
         if kwargs.get("is_backward"):
             # a backward graph must return exactly one gradient per input: extra outputs break AOTAutograd
+            backward.append(len(graphs))
             return compile_fx_inner(gm, example_inputs, **kwargs)
         reference = copy.deepcopy(gm)
         output = next(n for n in gm.graph.nodes if n.op == "output")
@@ -178,6 +194,7 @@ def _instrumenting_backend(graphs: list[_Graph]) -> Any:
             {n.name: _node_op(n) for n in returned if n is not None},
             len(original),
             {n.name: i for i, n in enumerate(gm.graph.nodes)},
+            {n.name: _site(n, program, dynamo_graph) for n in returned if n is not None},
         )
         graphs.append(record)
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
@@ -206,9 +223,27 @@ def _instrumenting_backend(graphs: list[_Graph]) -> Any:
         return compiled
 
     def backend(gm: Any, example_inputs: Any, mode: Any = None, options: Any = None) -> Any:
-        return compile_fx(gm, example_inputs, inner_compile=inner, config_patches=dict(options or {}))
+        # the Dynamo graph's id marks its nodes in every lowered node's `from_node` chain, as Inductor's own
+        # provenance (postToPre) reads them
+        dynamo_graph = id(gm.graph)
+        return compile_fx(gm, example_inputs, inner_compile=lambda g, i, **kw: inner(g, i, dynamo_graph, **kw), config_patches=dict(options or {}))
 
     return backend
+
+
+def _site(node: Any, program: str, dynamo_graph: int) -> NodeSite:
+    """Where a node of the lowered graph came from, as torch records it on the node itself: the innermost program
+    frame of its stack trace, and the Dynamo-graph nodes of its `from_node` chain. The check's own compile records
+    the same two things for its kernels, which is how the code view finds this node in the check's graph."""
+    frame = program_frame(parse_frames(node.meta.get("stack_trace") or ""), program)
+    roots: list[str] = []
+    stack = list(node.meta.get("from_node") or ())
+    while stack:
+        source = stack.pop()
+        if getattr(source, "graph_id", None) == dynamo_graph and getattr(source, "name", None):
+            roots.append(source.name)
+        stack.extend(getattr(source, "from_node", None) or ())
+    return NodeSite(frame.line if frame else None, frame.code.strip() if frame else "", tuple(dict.fromkeys(roots)))
 
 
 def _exposable(node: Any) -> bool:
@@ -263,8 +298,9 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
             continue
         op = graph.ops.get(name, "?")
         compared += 1
+        site = graph.origins.get(name, NodeSite())
         if e.shape != compiled.shape or e.dtype != compiled.dtype:
-            diffs.append(NodeDiff(index, name, op, Verdict.DIVERGENT, f"shape/dtype {list(e.shape)} {e.dtype} vs compiled {list(compiled.shape)} {compiled.dtype}", numel=e.numel()))
+            diffs.append(NodeDiff(index, name, op, Verdict.DIVERGENT, f"shape/dtype {list(e.shape)} {e.dtype} vs compiled {list(compiled.shape)} {compiled.dtype}", numel=e.numel(), site=site))
             continue
         r = ref.get(name)
         r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
@@ -272,7 +308,7 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
         faithful = FaithfulReference(f"the graph in float64 with {what}") if what and r is not None else None
         j = oracle.judge_values(metrics, strict=options.strict, factor=options.benign_factor, noise_ulps=options.noise_ulps, faithful=faithful)
         if j.verdict is Verdict.DIVERGENT:
-            diffs.append(NodeDiff(index, name, op, j.verdict, j.explanation, metrics.mismatches, metrics.numel, metrics.max_ulp))
+            diffs.append(NodeDiff(index, name, op, j.verdict, j.explanation, metrics.mismatches, metrics.numel, metrics.max_ulp, site))
     return diffs, compared
 
 
@@ -300,9 +336,10 @@ _SKIP_CALLS = ("empty_strided", "empty_strided_cpu", "empty_strided_cuda", "asse
 
 def _kernel_for(output_code: tuple[OutputCode, ...], graphs: list[_Graph], first: NodeDiff) -> tuple[str | None, str | None, str | None, int | None]:
     """(output code label, kernel name, kernel source, wrapper line) of the kernel that stores the node."""
-    if first.graph >= len(output_code):
+    forward = [o for o in output_code if not o.label.endswith("backward")]  # graphs holds the forward graphs only
+    if first.graph >= len(forward):
         return None, None, None, None
-    code = output_code[first.graph]
+    code = forward[first.graph]
     graph = graphs[first.graph]
     lines = code.source.splitlines()
     returned = _returned_buffers(lines)

@@ -4,10 +4,14 @@ Inductor's intermediate hooks (`generate_intermediate_hooks`) report only buffer
 or an extern kernel leaves live; fused C++ kernels on CPU report nothing. So instead every tensor node
 of the graph that Inductor compiles (the ATen graph after AOTAutograd) is made an extra output: the
 compiled code then stores each intermediate from inside the same fused kernels, and a wrapper strips
-the extras before AOTAutograd sees the outputs. The same graph, copied before Inductor touches it, is
-run eagerly node by node with torch.fx.Interpreter on the very inputs the compiled graph received (and
-once more in float64 for the reference); the first node in graph order whose value the oracle calls
-divergent is the report. Its kernel is found in the generated wrapper by the buffer it returns.
+the extras before AOTAutograd sees the outputs. The same graph, copied as Inductor's inner compile receives
+it (after its decompositions and pattern passes, so a fault in those rewrites is on both sides), is run
+eagerly node by node with torch.fx.Interpreter on the very inputs the compiled graph received (and once
+more in float64 for the reference); the first node in graph order whose value the oracle calls divergent
+is the report. Its kernel is found in the generated wrapper by the buffer it returns, and each node keeps
+its program line and Dynamo-graph origin, which place it in the check's own compile. Backward graphs are
+compiled as they are (one gradient per input, no extra outputs): where only gradients diverge the step
+says so ("backward-not-compared") rather than name a place.
 
 Caveat, reported rather than hidden: the extra outputs can change fusion, so the report says whether
 the final output still diverges in the instrumented compile. Caches are off in the child, so an

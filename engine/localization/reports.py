@@ -54,8 +54,26 @@ def explain(backend: str | None, subsystem: str | None, number: int | None, info
 
 
 @dataclass(frozen=True)
+class NodeSite:
+    """Where a node of the instrumented compile came from, as torch recorded it on the node: what places it in
+    the check's own compile (a second compile of the same program, whose node names and labels may differ)."""
+
+    line: int | None = None  # the program line of its stack trace's innermost frame in the program
+    code: str = ""  # that line's text as torch recorded it (checked against the program before it is trusted)
+    source_nodes: tuple[str, ...] = ()  # the Dynamo graph's nodes it came from (its `from_node` chain)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "code": self.code, "source_nodes": list(self.source_nodes)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> "NodeSite":
+        data = data or {}
+        return cls(data.get("line"), str(data.get("code", "")), tuple(data.get("source_nodes", ())))
+
+
+@dataclass(frozen=True)
 class NodeDiff:
-    graph: int  # which compiled graph (graph breaks make several)
+    graph: int  # which compiled graph (graph breaks make several): the graph-th forward graph of the program
     node: str  # FX node name, as in the graph Inductor compiled
     op: str  # e.g. "aten.floor_divide.default"
     verdict: Verdict
@@ -63,23 +81,28 @@ class NodeDiff:
     mismatches: int = 0
     numel: int = 0
     max_ulp: float = 0.0
+    site: NodeSite = field(default_factory=NodeSite)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "verdict": self.verdict.value}
+        return {**self.__dict__, "verdict": self.verdict.value, "site": self.site.to_json()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "NodeDiff":
-        return cls(**{**data, "verdict": Verdict(data["verdict"])})
+        return cls(**{**data, "verdict": Verdict(data["verdict"]), "site": NodeSite.from_json(data.get("site"))})
 
 
 @dataclass(frozen=True)
 class IntermediatesReport:
-    status: str  # "found", "none-diverges", "not-divergent", "not-applicable", "failed"
+    # "found", "none-diverges", "backward-not-compared" (only gradients diverge: their graph is not instrumented),
+    # "not-divergent", "not-applicable", "failed"
+    status: str
     explanation: str
     first: NodeDiff | None = None
     kernel: str | None = None  # the generated kernel that computes the first diverging node
     kernel_source: str | None = None
-    output_code_label: str | None = None  # which OutputCode of the run's generated code (e.g. "0_inference")
+    # the instrumented compile's own label of the module (e.g. "1_inference"): its run's generated code, not the
+    # check's (the check's module is found by the node's site: app/web/code_view.place_divergence)
+    output_code_label: str | None = None
     wrapper_line: int | None = None  # 1-based line of the kernel's call in the wrapper
     anchor: str | None = None  # "kernel-<name>": the generated-code view's anchor for that kernel
     diverging_nodes: tuple[str, ...] = ()  # in graph order, the first few

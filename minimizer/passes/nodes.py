@@ -42,11 +42,13 @@ def cut_at(source: str, k: int) -> str:
     return unparse(tree)
 
 
-def earliest_cut(problem: Problem, source: str) -> str | None:
+def earliest_cut(problem: Problem, source: str, adopting: bool = False) -> str | None:
     """The earliest cut of `source` (an interesting program) that still diverges the same way, or None.
 
     A divergence that starts at node k usually shows in every node after it, so the cut is bisected
-    (two probes per oracle batch, a third of the range apart) instead of tried node by node.
+    (two probes per oracle batch, a third of the range apart) instead of tried node by node. `adopting`:
+    each interesting cut is adopted as soon as a batch finds it (each later one is earlier, so smaller),
+    so that a budget running out mid-bisection keeps the best cut so far instead of nothing.
     """
     fn = _entry(fresh(source))
     if fn is None:
@@ -63,6 +65,8 @@ def earliest_cut(problem: Problem, source: str) -> str | None:
             lo, hi = mids[0] + 1, mids[1]
         else:
             lo = mids[-1] + 1
+        if adopting and hi < len(cuts) and any(answers):
+            problem.adopt(cuts[hi])
     return cuts[hi] if hi < len(cuts) else None
 
 
@@ -86,7 +90,8 @@ def graph_rewrite(fx_graphs: Callable[[str], Sequence[str]]) -> ReductionPass:
         Module classes, config objects, helpers and Python-level control flow collapse into one function
         of torch calls. Parameters that do not require gradients are tried first (an inference graph),
         with ones that do beside them (the training graph a module's parameters give). A rewrite larger
-        than the program (many parameters, little code) is not adopted as it is: its earliest cut is.
+        than the program (many parameters, little code) is not adopted as it is: its cuts are, each as the
+        bisection finds it, down to the earliest.
         """
         graphs = fx_graphs(problem.current)
         variants = [c for c in (rewrite_with_graph(problem.current, graphs, g) for g in (False, True)) if c is not None]
@@ -99,9 +104,9 @@ def graph_rewrite(fx_graphs: Callable[[str], Sequence[str]]) -> ReductionPass:
         if rewrite is None:
             return
         if not problem.adopt(rewrite):
-            cut = earliest_cut(problem, problem.prepare(rewrite))
-            if cut is not None:
-                problem.adopt(cut)
+            # larger than the program: its cuts are adopted as the bisection finds them (anytime: a budget that runs
+            # out in the bisection keeps the best cut so far)
+            earliest_cut(problem, problem.prepare(rewrite), adopting=True)
 
     return graph_rewrite
 
