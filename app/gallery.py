@@ -56,6 +56,9 @@ class SampleCase:
     upstream: str | None = None
     cuda_only: bool = False
     slow: bool = False
+    # what makes a run costly on CPU ("4.4 GB, 15 s"), past what CI gives one test; the CPU test runs it only
+    # with DIVERGENCE_HEAVY_CASES=1, the app and sweeps as any case
+    heavy: str = ""
 
     @property
     def one_line(self) -> str:
@@ -128,6 +131,7 @@ def load_case(toml_path: Path) -> SampleCase:
         upstream=data.get("upstream"),
         cuda_only=bool(data.get("cuda_only", False)),
         slow=bool(data.get("slow", False)),
+        heavy=str(data.get("heavy", "")),
     )
 
 
