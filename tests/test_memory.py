@@ -59,3 +59,14 @@ def test_inputs_no_run_changes_are_copied_once_and_integers_get_no_fp64_run(chec
     assert r.verdict is Verdict.MATCH, r.explanation
     assert "fp64 reference" not in r.stage_seconds  # integers in, integers out: float64 would recompute the same
     assert r.peak_rss_mb - baseline_mb < 3 * MIB_256, (r.peak_rss_mb, baseline_mb)  # the input and eager's copy
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_the_weights_are_not_copied_either(check):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    r = check(BIG_WEIGHTS, device="cuda")
+    assert r.verdict in (Verdict.MATCH, Verdict.BENIGN), r.explanation
+    # the weights, and one op's float64 cast of them; the state is watched on the host (its CRC), not copied
+    assert r.peak_device_mb is not None and r.peak_device_mb < 3.5 * MIB_256, r.peak_device_mb

@@ -20,7 +20,10 @@ from typing import Any, Callable, Iterator
 _PHASES = {
     "bytecode_tracing": "tracing with Dynamo",
     "backend_compile": "AOTAutograd",
+    "aot_trace_joint_graph": "AOTAutograd, forward and backward",
+    "min_cut_rematerialization_partition": "partitioning forward and backward",
     "AOTAutogradCache.inductor_load": "loading from Inductor's cache",
+    "TritonBundler.read_and_emit": "loading from Inductor's cache",  # an FX-graph cache hit reads its bundle here
     "GraphLowering.run": "lowering",
     "Scheduler.codegen": "generating kernels",
     "async_compile.precompile": "compiling Triton kernels",

@@ -147,6 +147,7 @@ def run_check(
         environment=environment(run.device),
         stage_seconds=run.stage_seconds,
         peak_rss_mb=peak_rss_mb(),
+        peak_device_mb=peak_device_mb(run.device),
         run_dir=str(run_dir),
         scalar_roundings=_scalar_roundings(outcomes),
     )
@@ -564,6 +565,13 @@ def _finish_error(run: Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode
     run.guard_fork()
     result.save(run_dir)
     return result
+
+
+def peak_device_mb(device: str) -> float | None:
+    """On CUDA, the allocator's peak for this process (the check's tensors, not the CUDA context), in MiB."""
+    if device != "cuda" or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    return torch.cuda.max_memory_allocated() / 2**20
 
 
 def peak_rss_mb() -> float:
