@@ -28,27 +28,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from engine.runner import descendants  # noqa: E402  (the CLI's process, the worker, the check's child, its compilers)
+
 MODELS = REPO / "benchmarks" / "memory_models"
 DEFAULT = ["bert_base", "gpt2_124m", "llama_mid_bf16"]  # llama_1b_bf16 only when named
 WEIGHTS_MIB = {"bert_base": 417.6, "gpt2_124m": 474.7, "llama_mid_bf16": 297.0, "llama_1b_bf16": 2098.2}
 TRIVIAL = "import torch\nimport transformers\ndef fn(x):\n    return x + 1\ninputs = (torch.ones(4),)\n"
 
 
-def _descendants(pid: int) -> list[int]:
-    found, pending = [], [pid]
-    while pending:
-        p = pending.pop()
-        found.append(p)
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    pending.extend(int(c) for c in f.read().split())
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def _vm_peak_mb(pids: list[int]) -> float:
+def _vm_peak_mb(pids: set[int]) -> float:
     peak = 0.0
     for p in pids:
         try:
@@ -72,7 +62,7 @@ def check(tree: Path, program: Path, cache: Path, home: Path, extra: list[str]) 
 
     def watch() -> None:
         while proc.poll() is None:
-            vm[0] = max(vm[0], _vm_peak_mb(_descendants(proc.pid)))
+            vm[0] = max(vm[0], _vm_peak_mb(descendants(proc.pid)))
             time.sleep(0.5)
 
     watcher = threading.Thread(target=watch, daemon=True)

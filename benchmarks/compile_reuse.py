@@ -33,10 +33,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="compile-reuse-") as scratch:
         os.environ["DIVERGENCE_HOME"] = str(Path(scratch) / "home")
-        import engine
+        import engine as checked  # the checkout first on PYTHONPATH
         from engine import CheckOptions, Runner
 
-        print(f"engine: {Path(engine.__file__).parent}; program: {args.program}")
+        print(f"engine: {Path(checked.__file__).parent}; program: {args.program}")
         source = args.program.read_text()
         base = CheckOptions(device="cpu", timeout_s=1800)
         runs = [

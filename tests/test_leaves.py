@@ -140,3 +140,19 @@ def test_an_input_that_cannot_be_copied_says_why():
 
     with pytest.raises(UncopyableInput, match="own copy of an input that carries state"):
         map_tensors((torch.ones(1), {"h": Handle()}), lambda t: t.clone())
+
+
+def test_an_input_value_no_run_changed_is_no_mutation_nan_included():
+    from engine.child.comparison import CallSettings
+    from engine.child.leaf_builder import LeafBuilder
+
+    settings = CallSettings(strict=False, factor=2.0, noise_ulps=32.0, backward=False, fp64_reference=False, max_stored_elements=1, emit=print)
+    inputs = ((torch.ones(2), float("nan"), Cache()), {"mode": "fast"})
+    builder = LeafBuilder(settings, "")
+    builder.mutations(inputs, map_tensors(inputs, lambda t: t.clone()), map_tensors(inputs, lambda t: t.clone()), None)
+    assert builder.leaves == []
+    changed = map_tensors(inputs, lambda t: t.clone())
+    changed[0][2].offloading = True  # one run flipped a flag of its copy of the cache
+    builder.mutations(inputs, changed, map_tensors(inputs, lambda t: t.clone()), None)
+    assert [(leaf.name, leaf.verdict.value) for leaf in builder.leaves] == [("input args[2].offloading", "divergent")]
+    assert builder.leaves[0].explanation.startswith("eager changed it but compiled did not; values: 1 of 1")

@@ -56,11 +56,11 @@ class Run:
     compiled_failure: str = "the compiled program raised (eager did not)"
     notes: list[str] = dataclasses.field(default_factory=list)  # shared by every stage, kept on failure too
     owner_pid: int = dataclasses.field(default_factory=os.getpid)
-    # the program as loaded for the check (with the seed it was loaded at) while its modules' state is as loaded:
+    # the program as loaded for the check, while its modules' state is as loaded:
     # a re-check reuses it instead of executing the snippet again, which cost a second copy of the model and its
     # build time (+1.9 GB and 14 s for a 1.1B Llama). Python-level state the snippet keeps (a call counter) is
     # not restored; the check's own runs see it advance between eager and compiled too.
-    loaded: tuple[int, Any] | None = None
+    loaded: Any = None  # engine.snippet's Program
 
     def guard_fork(self) -> None:
         """A process the snippet forked that wandered back into the harness must not report or write."""
@@ -277,10 +277,8 @@ def _load_namespace(run: Run, seed: int, as_main: bool) -> dict[str, Any]:
 def run_program(run: Run, seeds: list[int], settings: CallSettings) -> list[tuple[int, list[CallOutcome]]]:
     """fn-inputs and KernelBench styles: compile once, call once per seed."""
     assert run.style is not None
-    loaded, run.loaded = run.loaded, None
-    if loaded is not None:
-        program = loaded[1]
-    else:
+    program, run.loaded = run.loaded, None
+    if program is None:
         ns = _load_namespace(run, seeds[0], as_main=False)
         try:
             program = program_from_namespace(ns, run.style)
@@ -316,7 +314,7 @@ def run_program(run: Run, seeds: list[int], settings: CallSettings) -> list[tupl
     if not settings.state_changed and not program.inputs_are_fixed and run.namespace is None:
         # no call changed a parameter or buffer, and the inputs are made afresh (a module-level tuple may have
         # been mutated): the program is as loaded, and a re-check may start from it
-        run.loaded = (seeds[0], program)
+        run.loaded = program
     return results
 
 

@@ -250,6 +250,8 @@ def _same_leaf(a: Any, b: Any) -> bool:
     """Two leaves that are not both tensors: the same type and equal (a Value by its key)."""
     if type(a) is not type(b) or isinstance(a, torch.Tensor):
         return False
+    if isinstance(a, float) and a != a and b != b:  # NaN is the same NaN here: an input scalar nobody changed
+        return True
     try:
         return bool(a == b)
     except Exception:  # an __eq__ that raises or answers with an array
