@@ -39,6 +39,7 @@ class Variant:
 FIGURES = (
     "numel", "mismatches", "max_ulp", "max_abs", "max_rel", "nan_mismatches", "inf_mismatches", "signed_zero_mismatches",
     "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max", "eager_value", "compiled_value",
+    "stride", "compiled_stride",
 )
 
 
@@ -57,6 +58,8 @@ class Measured:
 
     def matches(self, measured: object) -> bool:
         """Integers and text exactly; a float to the significant digits it is written with (1.19e-07: three)."""
+        if isinstance(measured, list):  # strides, read back from JSON
+            measured = tuple(measured)
         if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
             return str(measured) == str(self.value)
         if isinstance(measured, str):  # a worst element's value, kept as text
@@ -94,6 +97,9 @@ class SampleCase:
     cuda_only: bool = False
     slow: bool = False
     measured_cpu: tuple[Measured, ...] = ()  # the figures summary and explanation quote, measured on expected_cpu_torch
+    # what makes a run costly on CPU ("4.4 GB, 15 s"), past what CI gives one test; the CPU test runs it only
+    # with DIVERGENCE_HEAVY_CASES=1, the app and sweeps as any case
+    heavy: str = ""
 
     @property
     def one_line(self) -> str:
@@ -168,6 +174,7 @@ def load_case(toml_path: Path) -> SampleCase:
         cuda_only=bool(data.get("cuda_only", False)),
         slow=bool(data.get("slow", False)),
         measured_cpu=measured,
+        heavy=str(data.get("heavy", "")),
     )
 
 

@@ -94,9 +94,9 @@ def _check_in_process(
 
     started = time.monotonic()
 
-    def emit(stage: str) -> None:
+    def emit(stage: str, detail: str = "") -> None:
         if on_progress is not None:
-            on_progress(Progress(stage, time.monotonic() - started))
+            on_progress(Progress(stage, time.monotonic() - started, detail=detail))
 
     source = "# live objects, checked in-process\nfn = ...\ninputs = ...\n"
     (run_dir / "snippet.py").write_text(source)

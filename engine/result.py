@@ -121,6 +121,7 @@ class CheckResult:
     environment: Mapping[str, str] = field(default_factory=dict)
     stage_seconds: Mapping[str, float] = field(default_factory=dict)
     peak_rss_mb: float | None = None  # the check's process at its largest (what it shares with the warm worker included)
+    peak_device_mb: float | None = None  # on CUDA, the most GPU memory torch's allocator held for the check's tensors
     output_tail: str = ""
     run_dir: str | None = None
     triton_cpu: str | None = None  # subfolder of run_dir holding the Triton-on-CPU pass, when one ran

@@ -46,6 +46,7 @@ class Progress:
     stage: str
     elapsed_s: float
     stages: tuple[tuple[str, float], ...] = ()  # seconds of every stage so far, the current one up to now
+    detail: str = ""  # what the stage is doing now ("graph 1: lowering" while compiling); its seconds count to the stage
 
 
 def _stage_name(stage: str) -> str:
@@ -66,6 +67,7 @@ class Job:
         self._started = time.monotonic()
         self._dispatched = self._started  # reset when it leaves the queue: the wall-time limit counts from there
         self._stage = "queued"
+        self._detail = ""
         self._timeline: list[tuple[str, float]] = [("queued", self._started)]  # (stage, when it began)
         self._pid: int | None = None
         self._dequeue: Callable[["Job"], bool] | None = None  # set by the runner while the job waits in its queue
@@ -77,7 +79,7 @@ class Job:
     @property
     def progress(self) -> Progress:
         now = time.monotonic()
-        return Progress(self._stage, now - self._started, tuple(self.stage_seconds(now).items()))
+        return Progress(self._stage, now - self._started, tuple(self.stage_seconds(now).items()), self._detail)
 
     def stage_seconds(self, until: float | None = None) -> dict[str, float]:
         """Seconds per stage, from the stage changes as this side saw them: queued, starting worker (the
@@ -104,9 +106,10 @@ class Job:
         self._kill(ErrorKind.CANCELLED, "the check was cancelled")
 
     # -- called by the runner's threads --
-    def _set_stage(self, stage: str) -> None:
-        self._stage = stage
-        if not self._done.is_set():
+    def _set_stage(self, stage: str, detail: str = "") -> None:
+        moved = stage != self._stage or not detail  # a new detail of the same stage is not a new stage
+        self._stage, self._detail = stage, detail
+        if moved and not self._done.is_set():
             self._timeline.append((stage, time.monotonic()))
         if self._on_progress is not None:
             try:
@@ -473,7 +476,7 @@ class Runner:
             if kind == "started":
                 job._set_pid(int(event["pid"]))
             elif kind == "stage":
-                job._set_stage(str(event["stage"]))
+                job._set_stage(str(event["stage"]), str(event.get("detail") or ""))
             elif kind == "exit":
                 job._finish(event.get("code"), event.get("signal"))
                 self._release()

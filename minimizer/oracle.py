@@ -135,6 +135,8 @@ class DivergenceOracle:
 
     def __init__(self, runner: Runner, options: CheckOptions, work_dir: Path, filename: str = "snippet.py", parallelism: int = 2) -> None:
         self.runner = runner
+        # the original runs as it was checked: its compiles are then hits on the check's entries in Inductor's cache
+        self.original_options = options
         # candidates need no program line <-> kernel map, and with it Inductor's cache is keyed on each one's text
         self.options = options.replace(provenance=False)  # the user's
         self.candidate_options = self.options  # what candidates run with, once establish() has set the switches
@@ -171,7 +173,7 @@ class DivergenceOracle:
 
         Raises NotReproducible when it is absent, flaky, or explained by the random stream or a precision cast.
         """
-        results = [c.result for c in self._run([source] * runs, self.options)]
+        results = [c.result for c in self._run([source] * runs, self.original_options)]
         signatures = {signature_of(r) for r in results}
         first = results[0]
         if first.verdict is Verdict.ERROR and first.error is not None:

@@ -16,7 +16,6 @@ CASES = {
     "huge_allocation": (TENSOR + "def fn(x):\n    return torch.empty(10**11)\n", ErrorKind.MEMORY, "allocate"),
     "endless_loop": (TENSOR + "def fn(x):\n    while True:\n        pass\n", ErrorKind.TIMEOUT, "wall-time limit"),
     "generator_output": (TENSOR + "def fn(x):\n    return (i for i in range(3))\n", ErrorKind.SNIPPET, "not an iterator"),
-    "object_output": (TENSOR + "def fn(x):\n    return object()\n", ErrorKind.SNIPPET, "outputs must be tensors"),
     "inputs_not_tuple": ("import torch\ndef fn(x): return x\ndef inputs(): return torch.randn(3)\n", ErrorKind.SNIPPET, "wrap a single tensor"),
 }
 

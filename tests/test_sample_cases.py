@@ -8,6 +8,7 @@ user's own), a different verdict is reported as an expected failure that names w
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -96,6 +97,8 @@ def _figures(result, case, measured, measured_on: str | None) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("case, options, expected, measured", RUNS)
 def test_case_verdict_on_cpu(runner, tmp_path, case, options, expected, measured):
+    if case.heavy and os.environ.get("DIVERGENCE_HEAVY_CASES") != "1":
+        pytest.skip(f"{case.slug} is heavy on CPU ({case.heavy}): run with DIVERGENCE_HEAVY_CASES=1")
     r = runner.check(case.source(), options.replace(device="cpu", timeout_s=300), str(case.path), run_dir=tmp_path)
     assert not stored_figures_disagree(r)  # the chunked comparison gives the figures of the whole-tensor one
     _expect(r, case, "cpu", expected["cpu"])

@@ -127,9 +127,11 @@ def _check(args: argparse.Namespace) -> int:
     last = [""]
 
     def progress(p: Any) -> None:
-        if p.stage != last[0] and not args.quiet:
-            last[0] = p.stage
-            print(f"[{p.elapsed_s:6.1f}s] {p.stage}", file=sys.stderr, flush=True)
+        # a stage, and what it is doing ("compiling: graph 1: lowering"); kernel by kernel counts once per phase
+        shown = f"{p.stage}: {p.detail.split(' (')[0]}" if getattr(p, "detail", "") else p.stage
+        if shown != last[0] and not args.quiet:
+            last[0] = shown
+            print(f"[{p.elapsed_s:6.1f}s] {shown}", file=sys.stderr, flush=True)
 
     result = check_file(args.file, options, on_progress=progress)
     print(render(result))

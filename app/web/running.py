@@ -109,7 +109,7 @@ def stage_line(active: Active) -> str:
     parts = []
     for stage in STAGES:
         if stage == progress.stage and not over:
-            parts.append(f"**▶ {stage}{took(stage)}**")
+            parts.append(f"**▶ {stage}{took(stage)}**" + (f" ({progress.detail})" if progress.detail else ""))
         elif stage in active.seen or stage in seconds:
             parts.append(f"✓ {stage}{took(stage)}")
         elif stage not in ("compiled run", "saving") and not over:  # neither happens in every check
@@ -117,7 +117,7 @@ def stage_line(active: Active) -> str:
     if over:
         parts.append("✓ done")
     elif progress.stage not in STAGES:
-        parts.insert(0, f"**▶ {progress.stage}{took(progress.stage)}**")
+        parts.insert(0, f"**▶ {progress.stage}{took(progress.stage)}**" + (f" ({progress.detail})" if progress.detail else ""))
     return " · ".join(parts) + f" &nbsp; `{progress.elapsed_s:5.1f} s`"
 
 

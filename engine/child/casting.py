@@ -1,4 +1,4 @@
-"""Moving a program between devices and dtypes, and snapshotting the state it may mutate.
+"""Moving a program between devices and dtypes, copying inputs, and the float64 copy of a program.
 
 Runs inside the worker. A "program" is a callable: an nn.Module, a bound method of one, or a plain
 function whose globals or closure hold modules.
@@ -52,25 +52,9 @@ def module_state(modules: list[tuple[str, torch.nn.Module]]) -> dict[str, torch.
     return state
 
 
-def snapshot(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in state.items()}
-
-
-def restore(state: dict[str, torch.Tensor], saved: dict[str, torch.Tensor]) -> None:
-    """Put saved values back in place, so the compiled callable keeps the same tensor objects."""
-    with torch.no_grad():
-        for key, t in state.items():
-            old = saved.get(key)
-            if old is None:
-                continue
-            if t.shape != old.shape:
-                t.resize_(old.shape)
-            t.copy_(old)
-            t.grad = None
-
-
 def clone_tree(value: Any) -> Any:
-    """Deep-clone every tensor, keeping sizes, strides, storage offsets and aliasing between inputs."""
+    """Deep-clone every tensor, keeping sizes, strides, storage offsets and aliasing between inputs; objects
+    that hold tensors (a cache) are copied too (leaves.map_tensors)."""
     storages: dict[tuple[str, int], torch.Tensor] = {}
 
     def clone(t: torch.Tensor) -> torch.Tensor:
@@ -120,7 +104,11 @@ def to_fp64_tensor(t: torch.Tensor) -> torch.Tensor:
 
 
 def fp64_program(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A copy of the program whose modules compute in float64; the original is untouched."""
+    """A copy of the program whose modules compute in float64; the original is untouched.
+
+    It costs a float64 copy of the modules (and, for a moment, one in their own dtype): the reference takes
+    it only for --backward, or where engine/child/fp64.py's cast-as-used run fails (engine/child/reference.py).
+    """
     if isinstance(fn, torch.nn.Module):
         return copy.deepcopy(fn).double()
     owner = getattr(fn, "__self__", None)

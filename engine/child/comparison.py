@@ -1,12 +1,12 @@
 """Compare one call of a program, eager against compiled, leaf by leaf, with an fp64 reference.
 
-Runs inside the worker. Eager and compiled start from identical state: the same RNG seed, deep-cloned
-inputs, and the modules' parameters and buffers restored between the runs.
+Runs inside the worker. Eager and compiled start from identical state: the same RNG seed, deep-copied
+inputs, and the modules' parameters and buffers restored between the runs (engine/child/state.py).
 
 This module sequences a call's runs and decides which reference judges it (the plain fp64 one, or the
 faithful one where values differ); its parts live beside it: errors.py (how a run fails), seeding.py,
-gradients.py (the backward half of every run), reference.py (the fp64 runs) and leaf_builder.py (the
-judged leaves).
+gradients.py (the backward half of every run), state.py (the module state across the runs), reference.py
+(the fp64 runs) and leaf_builder.py (the judged leaves).
 """
 
 from __future__ import annotations
@@ -14,12 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+
 from engine.child import casting, faithful, gradients
 from engine.child.errors import StageError, stage_error
 from engine.child.leaf_builder import LeafBuilder, StoredLeaf
-from engine.child.leaves import UnsupportedOutput
-from engine.child.reference import EagerRerun, Reference, fp64_reference
+from engine.child.leaves import UncopyableInput, UnsupportedOutput, flatten, tensors_of
+from engine.child.reference import CallState, EagerRerun, Reference, fp64_reference
 from engine.child.seeding import drew, rng_states, seed_everything
+from engine.child.state import COPIED_PARAMETER_BYTES, StateGuard
+from engine.judge.metrics import bitwise_equal
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.result import LeafResult, ScalarRounding
 
@@ -38,6 +42,8 @@ class CallSettings:
     notes: list[str] = field(default_factory=list)
     compiled_calls: int = 0
     compiled_failure: str = "the compiled program raised (eager did not)"
+    output_goes_on: bool = False  # compiled's output goes back to the program (a verbatim repro): its graph stays
+    state_changed: bool = False  # a call changed the module state: a re-check must load the program afresh
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -63,14 +69,21 @@ def compare_call(
     settings: CallSettings,
     prefix: str = "",
 ) -> tuple[CallOutcome, Any]:
-    """Run eager on clones, compiled on `args` themselves, fp64 on cast clones; return the comparison and compiled's output."""
-    modules = casting.reachable_modules(eager_fn)
-    live_state = casting.module_state(modules)
-    saved = casting.snapshot(live_state)
-    pristine = casting.clone_tree((args, kwargs))
+    """Run eager on a copy of the inputs, compiled on `args` themselves, fp64 on cast copies; return the
+    comparison and compiled's output.
+
+    What is copied is what a run could change: the inputs once for eager (and once more only when eager
+    changed its copy, so that compiled's can be compared with the inputs as they were), the module state
+    as engine/child/state.py decides. Outputs are detached as soon as they are made, unless gradients are
+    compared, so no autograd graph keeps its saved activations alive.
+    """
+    guard = StateGuard(casting.module_state(casting.reachable_modules(eager_fn)))
 
     settings.emit("eager")
-    e_args, e_kwargs = casting.clone_tree(pristine)
+    try:
+        e_args, e_kwargs = casting.clone_tree((args, kwargs))
+    except (UncopyableInput, UnsupportedOutput) as exc:
+        raise StageError(ErrorKind.SNIPPET, f"the program's inputs cannot be compared: {exc}") from None
     if settings.backward:
         e_args, e_kwargs = gradients.requiring_grad((e_args, e_kwargs))
     seed_everything(seed)
@@ -78,13 +91,30 @@ def compare_call(
     try:
         e_out = eager_fn(*e_args, **e_kwargs)
         drew_random = drew(seeded)
-        e_state = casting.snapshot(casting.module_state(modules))
-        e_grads = gradients.backward(e_out, (e_args, e_kwargs), casting.module_state(modules), seed) if settings.backward else {}
+        e_grads = gradients.backward(e_out, (e_args, e_kwargs), guard.live, seed) if settings.backward else {}
     except StageError:
         raise
     except BaseException as exc:
         raise stage_error(ErrorKind.EAGER, exc, "the program raised when run eagerly") from None
-    casting.restore(live_state, saved)
+    try:  # before the compile, which costs more than everything else: an output that cannot be compared is refused now
+        e_tensors = tensors_of(e_out, "out")
+    except UnsupportedOutput as exc:
+        raise StageError(ErrorKind.SNIPPET, f"the program's output cannot be compared: {exc}") from None
+    if not settings.backward:
+        _drop_graph(e_tensors)
+    e_changed = guard.changed()
+    lost = [name for name in e_changed if name in guard.watched]
+    if lost:
+        raise StageError(
+            ErrorKind.SNIPPET,
+            f"the program wrote to {', '.join(lost[:3])} in place when run eagerly; its parameters are above "
+            f"{COPIED_PARAMETER_BYTES >> 20} MiB, so the check keeps no copy of them to give compiled the same start "
+            "(write to a buffer instead: buffers are always copied)",
+        )
+    e_state = guard.copies(e_changed)
+    guard.put_back(e_changed)
+    # eager's copy is the inputs as they were unless eager changed it; only then is another copy needed
+    pristine = casting.clone_tree((args, kwargs)) if _inputs_changed((args, kwargs), (e_args, e_kwargs)) else (e_args, e_kwargs)
 
     settings.emit("compiling" if settings.compiled_calls == 0 else "compiled run")
     c_args, c_kwargs = (args, kwargs)
@@ -94,18 +124,30 @@ def compare_call(
     try:
         c_out = compiled_fn(*c_args, **c_kwargs)
         settings.compiled_calls += 1
-        c_state = casting.snapshot(casting.module_state(modules))
-        c_grads = gradients.backward(c_out, (c_args, c_kwargs), casting.module_state(modules), seed) if settings.backward else {}
+        c_grads = gradients.backward(c_out, (c_args, c_kwargs), guard.live, seed) if settings.backward else {}
     except StageError:
         raise
     except BaseException as exc:
         raise stage_error(ErrorKind.COMPILE, exc, settings.compiled_failure) from None
+    if not settings.backward and not settings.output_goes_on:
+        try:
+            _drop_graph(tensors_of(c_out, "out"))
+        except UnsupportedOutput:  # said when the leaves are built
+            pass
+    c_changed = guard.changed()
+    c_lost = [name for name in c_changed if name in guard.watched]  # its value before the call is gone
+    c_after = guard.copies(name for name in c_changed if name not in guard.watched)
+    settings.state_changed = settings.state_changed or guard.ever_changed
+    state = CallState(guard, frozenset([*e_changed, *c_after]), c_after)
+    saved = {name: guard.before[name] for name in state.written}
+    after_eager = {name: e_state.get(name, guard.before[name]) for name in state.written}
+    after_compiled = {name: c_after.get(name, guard.before[name]) for name in state.written}
 
     ref: Reference | None = None
-    if settings.fp64_reference:
+    if settings.fp64_reference and _any_floating(pristine, guard.live, e_out):
         settings.emit("fp64 reference")
         try:
-            ref = fp64_reference(eager_fn, pristine, seed, (live_state, saved, c_state), backward=settings.backward)
+            ref = fp64_reference(eager_fn, pristine, seed, state, backward=settings.backward, note=settings.note)
         except Exception as exc:  # the reference is best-effort: many ops have no float64 kernel
             settings.note(f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances")
 
@@ -114,10 +156,12 @@ def compare_call(
         r = reference or Reference()
         try:
             builder.outputs(e_out, c_out, r.out)
+            builder.mutations(pristine, (e_args, e_kwargs), (c_args, c_kwargs), r.inputs)
         except UnsupportedOutput as exc:
             raise StageError(ErrorKind.SNIPPET, f"the program's output cannot be compared: {exc}") from None
-        builder.mutations(pristine, (e_args, e_kwargs), (c_args, c_kwargs), r.inputs)
-        builder.state(saved, e_state, c_state, r.state)
+        builder.state(saved, after_eager, after_compiled, r.state)
+        for name in c_lost:
+            builder.unrestorable_write(name)
         if settings.backward:
             builder.gradients(e_grads, c_grads, r.grads)
         return builder
@@ -129,11 +173,14 @@ def compare_call(
     if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
         # values differ: is the plain reference the program eager ran? (its scalar roundings, its random draws)
         settings.emit("faithful reference")
-        states = (live_state, saved, c_state)
         try:
-            trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, states, backward=settings.backward))
+            trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
             mode = faithful.FaithfulMode(trace)
-            faithful_ref = fp64_reference(eager_fn, pristine, seed, states, backward=settings.backward, mode=mode) if trace.changes_reference else None
+            faithful_ref = (
+                fp64_reference(eager_fn, pristine, seed, state, backward=settings.backward, note=settings.note, mode=mode)
+                if trace.changes_reference
+                else None
+            )
         except Exception as exc:  # best-effort, like the plain reference: a program may refuse a dispatch mode
             settings.note(f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the plain one")
         else:
@@ -153,6 +200,41 @@ def compare_call(
                 settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
         random_ops = tuple(trace.random_ops) if trace is not None else ()
     return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops), c_out
+
+
+def _drop_graph(tensors: list[tuple[str, torch.Tensor]]) -> None:
+    """Detach a run's output tensors in place: their autograd graph, and the activations it saved, go now."""
+    for _, t in tensors:
+        if t.grad_fn is not None:
+            try:
+                t.detach_()
+            except RuntimeError:  # a view cannot be detached in place: its graph lives as long as it does
+                pass
+
+
+def _inputs_changed(original: Any, copy: Any) -> bool:
+    """Whether a run changed its copy of the inputs: a tensor written, re-bound or re-shaped, any other leaf changed."""
+    before, after = flatten(original, "in"), flatten(copy, "in")
+    if [name for name, _ in before] != [name for name, _ in after]:
+        return True
+    for (_, a), (_, b) in zip(before, after):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or a.dtype != b.dtype or a.stride() != b.stride() or not bool(bitwise_equal(a.detach(), b.detach()).all()):
+                return True
+        elif type(a) is not type(b) or isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+            return True
+        else:
+            try:
+                if not bool(a == b):
+                    return True
+            except Exception:
+                return True
+    return False
+
+
+def _any_floating(*trees: Any) -> bool:
+    """Whether a floating or complex tensor is anywhere in them: without one, fp64 would recompute the same integers."""
+    return any(t.is_floating_point() or t.is_complex() for tree in trees for _, t in tensors_of(tree, "x"))
 
 
 def _drifts(leaf: LeafResult) -> bool:

@@ -22,6 +22,7 @@ from engine import arrays as stored_arrays
 from engine.child import casting
 from engine.child.capture import capture_generated_code
 from engine.child.comparison import CallOutcome, CallSettings, compare_call
+from engine.child.compile_progress import compile_progress
 from engine.child.errors import StageError, stage_error
 from engine.child.leaf_builder import StoredLeaf
 from engine.child.seeding import seed_everything
@@ -33,7 +34,7 @@ from engine.result import TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, Leaf
 from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
 
 _CAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
-Emit = Callable[[str], None]
+Emit = Callable[..., None]  # emit(stage) or emit(stage, detail): the live stage, and what it is doing now
 
 
 @dataclasses.dataclass
@@ -55,6 +56,11 @@ class Run:
     compiled_failure: str = "the compiled program raised (eager did not)"
     notes: list[str] = dataclasses.field(default_factory=list)  # shared by every stage, kept on failure too
     owner_pid: int = dataclasses.field(default_factory=os.getpid)
+    # the program as loaded for the check, while its modules' state is as loaded:
+    # a re-check reuses it instead of executing the snippet again, which cost a second copy of the model and its
+    # build time (+1.9 GB and 14 s for a 1.1B Llama). Python-level state the snippet keeps (a call counter) is
+    # not restored; the check's own runs see it advance between eager and compiled too.
+    loaded: Any = None  # engine.snippet's Program
 
     def guard_fork(self) -> None:
         """A process the snippet forked that wandered back into the harness must not report or write."""
@@ -67,6 +73,11 @@ class Run:
         self.stage_seconds[self.stage] = self.stage_seconds.get(self.stage, 0.0) + now - self.stage_start
         self.stage, self.stage_start = stage, now
         self.emit_event(stage)
+
+    def detail(self, text: str) -> None:
+        """What the current stage is doing now (engine/child/compile_progress.py): shown live, not timed apart."""
+        self.guard_fork()
+        self.emit_event(self.stage, text)
 
     def settings(self) -> CallSettings:
         o = self.options
@@ -111,7 +122,9 @@ def run_check(
             if _wants_precision_recheck(options, outcomes, leaves):
                 trips = mechanisms.round_trips(run.code.fx_graphs)
                 evidence = mechanisms.precision_cast_evidence(trips) if trips else None
-                leaves = _recheck(run, leaves, seeds, PRECISION_RECHECK, rng_config, evidence)
+                leaves = _recheck(
+                    run, leaves, seeds, PRECISION_RECHECK, rng_config, evidence, unsaid=_same_compile_as_minimizer(options, outcomes)
+                )
                 seeds = _resummarize_worst_seed(seeds, leaves)
     except SnippetError as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), run.code)
@@ -139,6 +152,7 @@ def run_check(
         environment=environment(run.device),
         stage_seconds=run.stage_seconds,
         peak_rss_mb=peak_rss_mb(),
+        peak_device_mb=peak_device_mb(run.device),
         run_dir=str(run_dir),
         scalar_roundings=_scalar_roundings(outcomes),
     )
@@ -242,7 +256,7 @@ def _check_all_seeds(run: Run) -> tuple[list[tuple[int, list[CallOutcome]]], Gen
     settings = run.settings()
     seeds = [run.options.seed + i for i in range(run.options.seeds)]
     program = (run.filename, run.source) if run.options.provenance and run.namespace is None else (None, None)
-    with capture_generated_code(run.trace_dir, *program) as captured:
+    with capture_generated_code(run.trace_dir, *program) as captured, compile_progress(run.detail):
         try:
             if run.style is SnippetStyle.REPRO:
                 outcomes = [(seed, run_repro(run, seed, settings)) for seed in seeds]
@@ -268,13 +282,15 @@ def _load_namespace(run: Run, seed: int, as_main: bool) -> dict[str, Any]:
 def run_program(run: Run, seeds: list[int], settings: CallSettings) -> list[tuple[int, list[CallOutcome]]]:
     """fn-inputs and KernelBench styles: compile once, call once per seed."""
     assert run.style is not None
-    ns = _load_namespace(run, seeds[0], as_main=False)
-    try:
-        program = program_from_namespace(ns, run.style)
-    except SnippetError:
-        raise
-    except BaseException as exc:
-        raise stage_error(ErrorKind.SNIPPET, exc, "building the model raised") from None
+    program, run.loaded = run.loaded, None
+    if program is None:
+        ns = _load_namespace(run, seeds[0], as_main=False)
+        try:
+            program = program_from_namespace(ns, run.style)
+        except SnippetError:
+            raise
+        except BaseException as exc:
+            raise stage_error(ErrorKind.SNIPPET, exc, "building the model raised") from None
     dtype = _CAST.get(run.options.dtype or "")
     casting.move_program(program.fn, run.device, dtype)
     kwargs = run.options.compile_kwargs(program.compile_kwargs)
@@ -300,6 +316,10 @@ def run_program(run: Run, seeds: list[int], settings: CallSettings) -> list[tupl
             _interpreter_fits(run, args, settings)
         args = _derived(run, args, seed)
         results.append((seed, _compare_calls(run, program.fn, compiled, args, make_inputs, seed, dtype, settings)))
+    if not settings.state_changed and not program.inputs_are_fixed and run.namespace is None:
+        # no call changed a parameter or buffer, and the inputs are made afresh (a module-level tuple may have
+        # been mutated): the program is as loaded, and a re-check may start from it
+        run.loaded = program
     return results
 
 
@@ -329,6 +349,7 @@ def run_repro(run: Run, seed: int, settings: CallSettings) -> list[CallOutcome]:
     if options.backward:
         settings.note("--backward does not apply to a verbatim repro: it drives its own calls")
         settings.backward = False
+    settings.output_goes_on = True  # the script carries on with compiled's output (its graph included)
     torch.compile = intercept  # type: ignore[assignment]
     try:
         _load_namespace(run, seed, as_main=True)
@@ -464,11 +485,31 @@ def _wants_rng_recheck(options: CheckOptions, outcomes: list[tuple[int, list[Cal
     return any(l.verdict in (Verdict.DIVERGENT, Verdict.BENIGN) and RNG_RECHECK.may_explain(l) for l in leaves)
 
 
+def _same_compile_as_minimizer(options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]]) -> dict[str, Any]:
+    """fallback_random for a precision re-check of a program that drew no random numbers.
+
+    It changes nothing there (it only concerns random ops), but it is part of Inductor's cache key, and
+    the minimizer checks a divergence with both fallback_random and emulate_precision_casts on: with it,
+    the minimizer's first compile of the program (and of every candidate whose graph is unchanged) is a
+    cache hit on this re-check's.
+    """
+    if options.inductor_config.get("fallback_random") is not None or any(o.drew_random for _, calls in outcomes for o in calls):
+        return {}
+    return {"fallback_random": True}
+
+
 def _recheck(
-    run: Run, leaves: list[LeafResult], seeds: list[SeedOutcome], recheck: Recheck, also: dict[str, Any] | None = None, evidence: str | None = None
+    run: Run,
+    leaves: list[LeafResult],
+    seeds: list[SeedOutcome],
+    recheck: Recheck,
+    also: dict[str, Any] | None = None,
+    evidence: str | None = None,
+    unsaid: dict[str, Any] | None = None,
 ) -> list[LeafResult]:
-    """Re-run the worst seed with the recheck's flag (and `also`); leaves whose difference it removes get its verdict
-    when `evidence` names the mechanism in the program, and keep theirs, saying so, when nothing does."""
+    """Re-run the worst seed with the recheck's flag (and `also`; and `unsaid`, flags that change nothing here and
+    go unmentioned); leaves whose difference it removes get its verdict when `evidence` names the mechanism in the
+    program, and keep theirs, saying so, when nothing does."""
     import torch._dynamo
     import torch._inductor.config as inductor_config
 
@@ -478,7 +519,7 @@ def _recheck(
     torch._dynamo.reset()
     config = {**(also or {}), **recheck.config}
     try:
-        with inductor_config.patch(config):
+        with inductor_config.patch({**(unsaid or {}), **config}), compile_progress(run.detail):
             if run.style is SnippetStyle.REPRO:
                 calls = run_repro(run, worst_seed, settings)
             else:
@@ -540,6 +581,13 @@ def _finish_error(run: Run, run_dir: Path, error: ErrorInfo, code: GeneratedCode
     run.guard_fork()
     result.save(run_dir)
     return result
+
+
+def peak_device_mb(device: str) -> float | None:
+    """On CUDA, the allocator's peak for this process (the check's tensors, not the CUDA context), in MiB."""
+    if device != "cuda" or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    return torch.cuda.max_memory_allocated() / 2**20
 
 
 def peak_rss_mb() -> float:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from engine.child.leaves import flatten, tensors_of
+from engine.child.leaves import ABSENT, flatten
 from engine.judge import oracle
 from engine.judge.metrics import LOW_PRECISION, Operands, bitwise_equal, operands
 from engine.judge.summary import summarize
@@ -76,15 +76,25 @@ class LeafBuilder:
                 self.leaf(name, LeafKind.OUTPUT, e_leaves[name], c_leaves[name], r_leaves.get(name))
 
     def mutations(self, pristine: Any, eager_inputs: Any, compiled_inputs: Any, ref_inputs: Any) -> None:
-        before = dict(tensors_of(pristine[0], "args") + tensors_of(pristine[1], "kwargs"))
-        eager = dict(tensors_of(eager_inputs[0], "args") + tensors_of(eager_inputs[1], "kwargs"))
-        compiled = dict(tensors_of(compiled_inputs[0], "args") + tensors_of(compiled_inputs[1], "kwargs"))
-        ref = dict(tensors_of(ref_inputs[0], "args") + tensors_of(ref_inputs[1], "kwargs")) if ref_inputs is not None else {}
-        for path, original in before.items():
-            e, c = eager.get(path), compiled.get(path)
-            if e is None or c is None:
+        """Every input leaf a run changed: a tensor written in place or re-bound (a cache's `keys` replaced by a
+        longer one), a leaf that appeared or went, any other value that changed (a cache's token count)."""
+        before = _input_leaves(pristine)
+        eager = _input_leaves(eager_inputs)
+        compiled = _input_leaves(compiled_inputs)
+        ref = _input_leaves(ref_inputs) if ref_inputs is not None else {}
+        for path in dict.fromkeys([*before, *eager, *compiled]):
+            original, e, c = before.get(path, ABSENT), eager.get(path, ABSENT), compiled.get(path, ABSENT)
+            r = ref.get(path)
+            if all(isinstance(v, torch.Tensor) for v in (original, e, c)):
+                self._changed_pair(f"input {path}", LeafKind.MUTATED_INPUT, original, e, c, r, "mutated")
                 continue
-            self._changed_pair(f"input {path}", LeafKind.MUTATED_INPUT, original, e, c, ref.get(path), "mutated")
+            e_changed, c_changed = not _same_leaf(original, e), not _same_leaf(original, c)
+            if not (e_changed or c_changed):
+                continue
+            detail = ""
+            if e_changed != c_changed:
+                detail = f"{'eager' if e_changed else 'compiled'} changed it but {'compiled' if e_changed else 'eager'} did not"
+            self.leaf(f"input {path}", LeafKind.MUTATED_INPUT, e, c, r if isinstance(r, torch.Tensor) else None, (Symptom.MUTATION,) if detail else (), detail)
 
     def state(self, saved: dict[str, torch.Tensor], e_state: dict[str, torch.Tensor], c_state: dict[str, torch.Tensor], r_state: dict[str, torch.Tensor]) -> None:
         for name, original in saved.items():
@@ -101,6 +111,11 @@ class LeafBuilder:
                 self._structural(f"grad {name}", LeafKind.GRADIENT, (Symptom.TYPE,), f"only {side} computed a gradient for {name}")
                 continue
             self.leaf(f"grad {name}", LeafKind.GRADIENT, e, c, r_grads.get(name))
+
+    def unrestorable_write(self, name: str) -> None:
+        """Compiled wrote to a parameter kept without a copy (engine/child/state.py); eager did not."""
+        detail = f"compiled wrote to {name} in place but eager did not (its value before the call was not kept, so only the fact is shown)"
+        self._structural(f"state {name}", LeafKind.STATE, (Symptom.MUTATION,), detail)
 
     def _changed_pair(self, name: str, kind: LeafKind, original: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor | None, verb: str) -> None:
         e_changed, c_changed = _changed(original, e), _changed(original, c)
@@ -130,7 +145,7 @@ class LeafBuilder:
         full = self.prefix + name
         e_t, c_t, r_t = _as_tensor(e), _as_tensor(c), _as_tensor(r)
         if e_t is None or c_t is None:
-            same = type(e) is type(c) and e == c
+            same = _same_leaf(e, c)
             if same and not extra:
                 self.leaves.append(LeafResult(full, kind, Verdict.MATCH, f"equal ({e!r})", eager_value=repr(e), compiled_value=repr(c)))
             else:
@@ -161,7 +176,7 @@ class LeafBuilder:
             c_t = c_t.to(e_t.device)
         if oracle.significant_strides(e_t) != oracle.significant_strides(c_t):
             structural.append(Symptom.STRIDE)
-            problems.append(f"strides {list(stride)} vs compiled {list(c_stride)}")
+            problems.append(_layout_problem(e_t, c_t))
         ops = operands(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
         metrics, summary = summarize(ops, dtype)
         note = None
@@ -225,6 +240,34 @@ def _as_tensor(value: Any) -> torch.Tensor | None:
     if isinstance(value, complex):
         return torch.tensor(value, dtype=torch.complex128)
     return None
+
+
+def _input_leaves(inputs: Any) -> dict[str, Any]:
+    return dict(flatten(inputs[0], "args") + flatten(inputs[1], "kwargs"))
+
+
+def _same_leaf(a: Any, b: Any) -> bool:
+    """Two leaves that are not both tensors: the same type and equal (a Value by its key)."""
+    if type(a) is not type(b) or isinstance(a, torch.Tensor):
+        return False
+    if isinstance(a, float) and a != a and b != b:  # NaN is the same NaN here: an input scalar nobody changed
+        return True
+    try:
+        return bool(a == b)
+    except Exception:  # an __eq__ that raises or answers with an array
+        return False
+
+
+def _layout_problem(e: torch.Tensor, c: torch.Tensor) -> str:
+    """The same shape in another memory layout: a real difference (a `.view()` that works on eager's output can
+    raise on compiled's), and said so in plain words."""
+    def layout(t: torch.Tensor) -> str:
+        return "contiguous" if t.is_contiguous() else "not contiguous"
+
+    return (
+        f"memory layout differs: strides {list(e.stride())} in eager ({layout(e)}), {list(c.stride())} compiled ({layout(c)}), "
+        "same shape"
+    )
 
 
 def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:

@@ -91,7 +91,7 @@ def _child(request: dict[str, Any], events: Events) -> None:
                 request["filename"],
                 options,
                 run_dir,
-                lambda stage: events.send(job=job, event="stage", stage=stage, t=time.time()),
+                lambda stage, detail="": events.send(job=job, event="stage", stage=stage, detail=detail, t=time.time()),
                 notes=confinement.notes,
                 after=_localization_step(options, run_dir),
             )
