@@ -1,0 +1,219 @@
+"""What PyTorch's own accuracy checks say about a job, beside our verdict.
+
+Two rules, each as PyTorch applies it:
+
+- `same`: the dynamo benchmark harness (benchmarks/dynamo/common.py, `check_accuracy`) calls
+  `torch._dynamo.utils.same(eager, compiled, fp64_outputs, tol=1e-3, equal_nan=True, cos_similarity=False)`
+  for Hugging Face inference (huggingface.py's tolerance; 1e-2 in training). `same` passes when
+  `allclose(eager, compiled, rtol=atol=tol)`, or else when compiled's RMS error against fp64 is within a
+  multiplier (2; 3 for fp16/bf16 and small tensors) of eager's plus tol/10. It ignores strides.
+- `opinfo`: the inductor OpInfo test (test/inductor/test_torchinductor_opinfo.py, `check_model`) compares
+  compiled against a reference cast to the output's dtype with `assertEqual(rtol, atol, equal_nan=True,
+  exact_dtype=True)`: fp32 rtol 1.3e-5 atol 1.5e-5, other dtypes assertEqual's defaults (bf16 1.6e-2 / 1e-5,
+  fp16 1e-3 / 1e-5), per-op overrides from the test's own table; mutated inputs too, strides not.
+
+Both are computed here from what the check stored (engine.arrays: eager, compiled and the fp64 reference of
+every leaf up to the storage limit), so they see the very tensors our verdict saw. One deviation, said in
+every result: the OpInfo test's reference is eager run on the inputs upcast to fp32, ours the fp64 one (the
+check's reference); cast to bf16 the two differ by at most one bf16 ULP, against a tolerance of about four.
+
+Importing this module imports neither torch nor numpy; `judge` imports torch when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+PASS, FAIL, UNAVAILABLE = "pass", "fail", "n/a"
+SAME, OPINFO = "same", "opinfo"
+HARNESS_TOL = 1e-3  # huggingface.py inference (timm's too); training 1e-2
+HARNESS_TRAINING_TOL = 1e-2
+MAX_LISTED = 20  # disagreeing leaves kept per job (all are counted)
+
+
+@dataclass(frozen=True)
+class AccuracyRule:
+    """Which of PyTorch's checks judges a job, with its tolerances (None: assertEqual's default for the dtype)."""
+
+    kind: str  # SAME or OPINFO
+    tol: float | None = None  # same()
+    rtol: float | None = None  # opinfo
+    atol: float | None = None
+    values: bool = True  # opinfo: False where the test compares metadata only (`assert_equal: False`: empty, randn)
+
+    def __post_init__(self) -> None:
+        if self.kind not in (SAME, OPINFO):
+            raise ValueError(f"an accuracy rule is {SAME!r} or {OPINFO!r}, not {self.kind!r}")
+
+    def describe(self) -> str:
+        if self.kind == SAME:
+            return f"torch._dynamo.utils.same(tol={self.tol:g}, equal_nan=True) against fp64, as the dynamo benchmark harness"
+        if not self.values:
+            return "the inductor OpInfo test's metadata check (shape, dtype, strides, layout; it compares no values of this op)"
+        tolerances = "assertEqual's defaults for the dtype" if self.rtol is None and self.atol is None else f"rtol={self.rtol:g}, atol={self.atol:g}"
+        return f"the inductor OpInfo test's assertEqual ({tolerances}, equal_nan=True, exact dtype) against the fp64 reference cast to the output's dtype"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None and not (k == "values" and v)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> "AccuracyRule | None":
+        return cls(**data) if data else None
+
+
+def harness_rule(backward: bool = False) -> AccuracyRule:
+    return AccuracyRule(SAME, tol=HARNESS_TRAINING_TOL if backward else HARNESS_TOL)
+
+
+@dataclass(frozen=True)
+class PyTorchCheck:
+    """PyTorch's verdict on one job: pass, fail, or n/a (the check ended in an error, or nothing comparable)."""
+
+    rule: str  # AccuracyRule.describe()
+    status: str  # PASS, FAIL or UNAVAILABLE
+    compared: int = 0  # leaves judged
+    failed: tuple[str, ...] = ()  # leaves it fails (all of them)
+    unjudged: tuple[str, ...] = ()  # leaves it could not judge (arrays above the storage limit)
+    # per leaf, our verdict against theirs: "divergent|pass" -> count, over every judged leaf
+    crosstab: Mapping[str, int] = field(default_factory=dict)
+    # the leaves where one side flags and the other does not: (leaf, our verdict, theirs), at most MAX_LISTED
+    disagreements: tuple[tuple[str, str, str], ...] = ()
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["disagreements"] = [list(d) for d in self.disagreements]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PyTorchCheck":
+        return cls(**{**data, "failed": tuple(data.get("failed", ())), "unjudged": tuple(data.get("unjudged", ())),
+                      "disagreements": tuple(tuple(d) for d in data.get("disagreements", ()))})  # type: ignore[arg-type]
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json())
+
+
+def disagrees(our_verdict: str | None, their_status: str | None) -> bool:
+    """One side flags the result and the other does not. Ours flags `divergent`; `precision-cast` and `rng`
+    are drift with a named mechanism (flagged by neither side's failure), and errors are no judgement."""
+    if our_verdict in (None, "error") or their_status not in (PASS, FAIL):
+        return False
+    if our_verdict == "divergent":
+        return their_status == PASS
+    return their_status == FAIL and our_verdict in ("match", "benign")
+
+
+def judge(rule: AccuracyRule, run_dir: Path | str, random: Callable[[str], bool] | None = None) -> PyTorchCheck:
+    """PyTorch's verdict on the check stored in `run_dir` (its result.json and arrays).
+
+    `random(leaf name)`: the leaf comes from a sample on which the op draws random numbers, where the OpInfo
+    test compares metadata alone."""
+    from engine.judge.verdicts import LeafKind, Verdict
+    from engine.result import CheckResult
+
+    description = rule.describe()
+    try:
+        result = CheckResult.load(Path(run_dir))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return PyTorchCheck(description, UNAVAILABLE, note=f"the check's result cannot be read ({exc})")
+    if result.verdict is Verdict.ERROR:
+        return PyTorchCheck(description, UNAVAILABLE, note="the check ended in an error: nothing to compare")
+    kinds = {LeafKind.OUTPUT}
+    if rule.kind == OPINFO:
+        kinds.add(LeafKind.MUTATED_INPUT)  # check_model compares the inputs after the runs too
+    elif result.options.backward:
+        kinds.add(LeafKind.GRADIENT)  # the harness's training mode compares gradients
+    compare = _Comparer(rule)
+    failed, unjudged, disagreements = [], [], []
+    crosstab: dict[str, int] = {}
+    compared = 0
+    for leaf in result.leaves:
+        if leaf.kind not in kinds or (leaf.shape is None and leaf.eager_value == "None" and leaf.compiled_value == "None"):
+            continue  # same() walks a ModelOutput's fields that are set: a field None on both sides is no leaf of its
+        outcome = compare.leaf(result, leaf, random is not None and random(leaf.name))
+        if outcome is None:
+            unjudged.append(leaf.name)
+            continue
+        compared += 1
+        theirs = PASS if outcome else FAIL
+        if not outcome:
+            failed.append(leaf.name)
+        key = f"{leaf.verdict.value}|{theirs}"
+        crosstab[key] = crosstab.get(key, 0) + 1
+        if disagrees(leaf.verdict.value, theirs) and len(disagreements) < MAX_LISTED:
+            disagreements.append((leaf.name, leaf.verdict.value, theirs))
+    if not compared:
+        return PyTorchCheck(description, UNAVAILABLE, unjudged=tuple(unjudged), note="no output it can compare was stored")
+    notes = []
+    if rule.kind == OPINFO:
+        notes.append("reference: the check's fp64 one cast to the output's dtype (the test's own is eager on fp32-upcast inputs)")
+    if result.notes and any("fp64 reference unavailable" in n for n in result.notes):
+        notes.append("no fp64 reference: same() falls back to eager as its reference")
+    if unjudged:
+        notes.append(f"{len(unjudged)} leaves not judged (their arrays were above the storage limit)")
+    return PyTorchCheck(description, FAIL if failed else PASS, compared, tuple(failed), tuple(unjudged), crosstab, tuple(disagreements), "; ".join(notes))
+
+
+class _Comparer:
+    """One leaf at a time, rebuilt from the stored arrays into tensors of the leaf's own dtype."""
+
+    def __init__(self, rule: AccuracyRule) -> None:
+        import torch
+
+        self.torch = torch
+        self.rule = rule
+
+    def leaf(self, result: Any, leaf: Any, random: bool = False) -> bool | None:
+        """True: passes; False: fails; None: cannot be judged from what was stored."""
+        from engine.judge.verdicts import Symptom, Verdict
+
+        if leaf.shape is None:  # a non-tensor leaf (a Python object, a string): both rules ask for equality
+            return leaf.verdict is Verdict.MATCH and not leaf.symptoms
+        structural = {Symptom.SHAPE, Symptom.DTYPE, Symptom.TYPE}
+        if structural & set(leaf.symptoms):
+            return False  # same() and assertEqual both fail a shape or dtype mismatch (same() raises on shapes)
+        if leaf.numel == 0:
+            return True
+        if self.rule.kind == OPINFO and (not self.rule.values or random or leaf.verdict is Verdict.RNG):
+            # the test compares no values where they are undefined (empty) or random (it finds an op tagged
+            # nondeterministic_seeded and passes assert_equal=False): shape, dtype, strides and layout only
+            return Symptom.STRIDE not in leaf.symptoms
+        arrays = result.load_arrays(leaf)
+        if "eager" not in arrays or "compiled" not in arrays:
+            return None
+        eager = self._tensor(arrays["eager"], leaf.dtype)
+        compiled = self._tensor(arrays["compiled"], leaf.compiled_dtype or leaf.dtype)
+        ref = self._tensor(arrays["ref"], _wide(leaf.dtype)) if "ref" in arrays else None
+        if self.rule.kind == SAME:
+            from torch._dynamo.utils import same
+
+            try:
+                return bool(same(eager, compiled, fp64_ref=ref, tol=self.rule.tol, equal_nan=True, cos_similarity=False, log_error=lambda *a, **k: None))
+            except Exception:  # the harness counts an exception in same() as fail_accuracy
+                return False
+        expected = (ref if ref is not None else eager).to(compiled.dtype)
+        try:
+            self.torch.testing.assert_close(compiled, expected, rtol=self.rule.rtol, atol=self.rule.atol, equal_nan=True,
+                                            check_dtype=True, check_stride=False)
+        except AssertionError:
+            return False
+        return True
+
+    def _tensor(self, array: Any, dtype: str | None) -> Any:
+        torch = self.torch
+        import numpy as np
+
+        t = torch.from_numpy(np.array(array))
+        target = getattr(torch, dtype or "", None)
+        if isinstance(target, torch.dtype) and target.is_complex:
+            return torch.view_as_complex(t.to(torch.float64 if target == torch.complex128 else torch.float32).contiguous()).to(target)
+        return t.to(target) if isinstance(target, torch.dtype) else t
+
+
+def _wide(dtype: str | None) -> str:
+    """The reference's dtype: fp64 (complex128 for a complex leaf)."""
+    return "complex128" if dtype and dtype.startswith("complex") else "float64"

@@ -1,0 +1,153 @@
+"""`opinfo:[DTYPE][:OPS]`: every sample of PyTorch's own op_db, one program per op.
+
+op_db (torch.testing._internal.common_methods_invocations) describes each op with the samples PyTorch's
+own tests run: on CPU, 551 ops and 15,849 samples in bf16 (torch 2.13). One job per sample would cost
+a compile each (3-4 s, some nine hours for bf16 on two cores); a program here runs every sample of one
+op, so one compile checks them all, and each sample's outputs are leaves of their own (`out['sample[3]']`,
+`out['sample[3]'][0]` for an op that returns a tuple) that our verdict and PyTorch's check judge one by one.
+When an op's whole program ends in an error (one sample's compile fails, say), its `parts` run each
+sample alone, so one bad sample hides nothing else.
+
+The programs do what the inductor OpInfo test does around the op (replace `wrapper_set_seed`, which
+reseeds inside some random ops, by a plain call) and pass the sample's kwargs as inputs, so the fp64
+reference, the clones and the mutation checks reach their tensors. Unlike the test they ask for samples
+without `requires_grad` (the test compiles the training graph where the op has a backward, though it
+checks no gradient on CPU): the inference graph is what is compared here. DTYPE is bf16 (the default,
+which PyTorch's test never runs), fp16 or fp32; the samples are op_db's own for that dtype.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from typing import Any, Sequence
+
+from app.sweep.pytorch_check import OPINFO, AccuracyRule
+from app.sweep.sources import opinfo_lists
+from app.sweep.sources.base import Selection, Source, ZooError, ZooProgram, missing, pick
+
+DTYPES = {"bf16": ("bfloat16", "bf16"), "fp16": ("float16", "f16"), "fp32": ("float32", "f32")}  # flavour -> (torch name, the test's short name)
+TIMEOUT_S = 900.0  # one compile for every sample of an op, and its re-checks: a few ops take minutes
+
+TEMPLATE = '''"""op_db: {what} of `{key}` in {dtype} on CPU, compiled as one program (torch {torch}).
+
+Written by `divergence sweep {pattern}`; each sample's outputs are the leaves out['sample[i]'].
+PyTorch's inductor OpInfo test on CPU: {lists}.
+"""
+import torch
+import torch.testing._internal.common_methods_invocations as common_methods_invocations
+
+# as PyTorch's inductor OpInfo test does: a random op that reseeds inside (wrapper_set_seed) would stop Dynamo
+common_methods_invocations.wrapper_set_seed = lambda op, *args, **kwargs: op(*args, **kwargs)
+OP = next(o for o in common_methods_invocations.op_db if (o.name, o.variant_test_name) == ({name!r}, {variant!r}))
+SAMPLES = {samples}  # None: every sample; a list of indices: those alone
+
+
+def fn(samples):
+    return {{name: OP.op(*args, **kwargs) for name, (args, kwargs) in samples.items()}}
+
+
+def inputs():
+    # kwargs travel as inputs, so the fp64 reference, the clones and the mutation checks reach their tensors
+    samples = OP.sample_inputs("cpu", torch.{dtype}, requires_grad=False)
+    return ({{f"sample[{{i}}]": ([s.input, *s.args], dict(s.kwargs)) for i, s in enumerate(samples) if SAMPLES is None or i in SAMPLES}},)
+'''
+
+
+def _op_db() -> Any:
+    try:
+        import expecttest  # noqa: F401  (op_db's module imports it; say so before torch's own message does)
+    except ImportError:
+        raise missing("expecttest", "opinfo") from None
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return op_db
+
+
+def key_of(op: Any) -> str:
+    """The test's op_name: `name`, or `name.variant`."""
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def programs(selection: Selection) -> Sequence[ZooProgram]:
+    import torch
+
+    dtype_name, short = DTYPES[selection.flavour]
+    dtype = getattr(torch, dtype_name)
+    ops = {key_of(op): op for op in _op_db() if dtype in op.supported_dtypes("cpu")}
+    wanted = pick(list(ops), selection.items, f"op_db op with {selection.flavour} on CPU") if selection.items else list(ops)
+    return [_program(ops[key], key, selection, dtype_name, short, torch.__version__, None) for key in wanted]
+
+
+def _program(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str, sample: int | None) -> ZooProgram:
+    lists = opinfo_lists.entries(key)
+    rtol, atol, values = opinfo_lists.tolerances(key, short)
+    text = TEMPLATE.format(
+        what="every sample" if sample is None else f"sample {sample}", key=key, dtype=dtype_name, torch=torch_version, pattern=f"opinfo:{selection.flavour}:{key}",
+        lists=("; ".join(lists) if lists else "not in its skip, expected-failure or one-sample lists")
+        + ("" if short in opinfo_lists.TESTED_DTYPES else f"; it never runs {dtype_name}"),
+        name=op.name, variant=op.variant_test_name, samples="None" if sample is None else f"[{sample}]",
+    )
+    info = {"op": key, "dtype": dtype_name, "pytorch_lists": lists, "pytorch_tests_dtype": short in opinfo_lists.TESTED_DTYPES}
+    if sample is not None:
+        info["sample"] = sample
+    parts = None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version)
+    random = partial(random_samples, key, dtype_name)
+    # one sample alone is a check like any other: the engine's default limit, so that an op whose every sample hangs
+    # costs its samples minutes, not hours
+    options = {"timeout_s": TIMEOUT_S} if sample is None else {}
+    return ZooProgram(key if sample is None else f"{key}--sample{sample}", text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values),
+                      options, info, parts, random)
+
+
+def _parts(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str) -> Sequence[ZooProgram]:
+    """One program per sample, for an op whose whole program ended in an error."""
+    import torch
+
+    try:
+        count = sum(1 for _ in op.sample_inputs("cpu", getattr(torch, dtype_name), requires_grad=False))
+    except Exception as exc:  # its samples cannot even be made: the whole program's error says so already
+        raise ZooError(f"{key}: its samples cannot be made ({type(exc).__name__}: {exc})") from None
+    return [_program(op, key, selection, dtype_name, short, torch_version, i) for i in range(count)]
+
+
+@lru_cache(maxsize=None)
+def random_samples(key: str, dtype_name: str) -> frozenset[int]:
+    """The samples on which `key` draws random numbers, found as the inductor OpInfo test finds them: the op
+    runs on fake tensors under a dispatch mode that looks for an op tagged `nondeterministic_seeded`. The
+    test then compares no values of that sample (`assert_equal=False`), only shapes, dtypes and strides."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_map
+
+    class Seeded(TorchDispatchMode):
+        found = False
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if torch.Tag.nondeterministic_seeded in func.tags:
+                self.found = True
+            return func(*args, **(kwargs or {}))
+
+    op = next(o for o in _op_db() if key_of(o) == key)
+    found = set()
+    for i, sample in enumerate(op.sample_inputs("cpu", getattr(torch, dtype_name), requires_grad=False)):
+        fake = FakeTensorMode()
+        seeded = Seeded()
+        try:
+            args, kwargs = tree_map(lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t, ([sample.input, *sample.args], dict(sample.kwargs)))
+            with seeded, fake:
+                op.op(*args, **kwargs)
+        except Exception:  # the test stops at a data-dependent output, keeping what it saw so far
+            pass
+        if seeded.found:
+            found.add(i)
+    return frozenset(found)
+
+
+SOURCE = Source(
+    prefix="opinfo",
+    summary="every sample of PyTorch's op_db, one program per op: opinfo:[bf16|fp16|fp32][:OP,...]",
+    flavours=tuple(DTYPES),
+    programs=programs,
+    needs="expecttest",
+)
