@@ -40,8 +40,9 @@ from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, Pool, writ
 
 MINIMIZED_DIR = "minimized"
 # a zoo program that ends in one of these errors as a whole is split into its parts (one sample each); a
-# snippet or options error (its samples cannot be made, a package is missing) would end every part the same way
-SPLIT_ERRORS = ("compile", "eager", "crash", "timeout", "memory", "internal")
+# snippet or options error (its samples cannot be made, a package is missing), or an internal one (a bug of
+# ours), would end every part the same way
+SPLIT_ERRORS = ("compile", "eager", "crash", "timeout", "memory")
 _SAMPLE = re.compile(r"\['(?:sample|input)\[(\d+)\]'\]")  # a zoo leaf's sample: out['sample[3]'], input args[0]['sample[3]'][1]
 
 
