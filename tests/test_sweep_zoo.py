@@ -56,6 +56,10 @@ def test_zoo_patterns_pick_their_programs_and_unknown_names_list_the_known(tmp_p
     assert not ops["empty"].accuracy.values and "it never runs bfloat16" in ops["sin"].source
     fp32 = zoo_programs("opinfo:fp32:nn.functional.interpolate.bicubic,sin", tmp_path)
     assert [(p.accuracy.rtol, p.accuracy.atol) for p in fp32] == [(0, 5e-3), (1.3e-5, 1.5e-5)]  # the test's override, its fp32 default
+    # op_db's own decorators for the test: a toleranceOverride raises assertEqual's fp16 default (1e-3), a skip is listed
+    fp16 = {p.info["op"]: p for p in zoo_programs("opinfo:fp16:addmv,masked.logsumexp", tmp_path)}
+    assert (fp16["addmv"].accuracy.rtol, fp16["addmv"].accuracy.atol) == (0.003, 1e-5)
+    assert fp16["masked.logsumexp"].info["pytorch_lists"] == ["skipped by op_db (every dtype)"]
     written = tmp_path / "opinfo-bf16" / "sin.py"
     stamp = written.stat().st_mtime_ns
     zoo_programs("opinfo:bf16:sin", tmp_path)

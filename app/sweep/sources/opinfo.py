@@ -78,16 +78,49 @@ def programs(selection: Selection) -> Sequence[ZooProgram]:
     return [_program(ops[key], key, selection, dtype_name, short, torch.__version__, None) for key in wanted]
 
 
+def decorations(op: Any, dtype_name: str) -> tuple[list[str], tuple[float, float] | None]:
+    """op_db's own word on this op in the inductor OpInfo test on CPU (its DecorateInfo entries for
+    TestInductorOpInfo.test_comprehensive): skips and expected failures for any dtype, as list entries, and
+    the (rtol, atol) its toleranceOverride sets for this dtype, if any."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    found: list[str] = []
+    tolerance = None
+    for info in getattr(op, "decorators", ()):
+        if getattr(info, "cls_name", None) != "TestInductorOpInfo" or getattr(info, "test_name", None) not in (None, "test_comprehensive"):
+            continue
+        if getattr(info, "device_type", None) not in (None, "cpu") or not getattr(info, "active_if", True):
+            continue
+        dtypes = getattr(info, "dtypes", None)
+        which = ", ".join(sorted(str(d).removeprefix("torch.") for d in dtypes)) if dtypes else "every dtype"
+        for decorator in getattr(info, "decorators", ()):
+            name = getattr(decorator, "__qualname__", type(decorator).__name__)
+            if type(decorator).__name__ == "toleranceOverride":
+                override = getattr(decorator, "d", {}).get(dtype)
+                if override is not None and (dtypes is None or dtype in dtypes):
+                    tolerance = (override.rtol, override.atol)
+            elif name.startswith("skip") and "Rocm" not in name:
+                found.append(f"skipped by op_db ({which})")
+            elif "expectedFailure" in name:
+                found.append(f"expected failure by op_db ({which})")
+    return found, tolerance
+
+
 def _program(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str, sample: int | None) -> ZooProgram:
     lists = opinfo_lists.entries(key)
     rtol, atol, values = opinfo_lists.tolerances(key, short)
+    decorated, override = decorations(op, dtype_name)
+    if override is not None:  # assertEqual takes the larger of the test's tolerance (or its default) and op_db's override
+        default_rtol, default_atol = opinfo_lists.ASSERT_DEFAULTS.get(short, (0.0, 0.0))
+        rtol, atol = max(default_rtol if rtol is None else rtol, override[0]), max(default_atol if atol is None else atol, override[1])
     text = TEMPLATE.format(
         what="every sample" if sample is None else f"sample {sample}", key=key, dtype=dtype_name, torch=torch_version, pattern=f"opinfo:{selection.flavour}:{key}",
         lists=("; ".join(lists) if lists else "not in its skip, expected-failure or one-sample lists")
         + ("" if short in opinfo_lists.TESTED_DTYPES else f"; it never runs {dtype_name}"),
         name=op.name, variant=op.variant_test_name, samples="None" if sample is None else f"[{sample}]",
     )
-    info = {"op": key, "dtype": dtype_name, "pytorch_lists": lists, "pytorch_tests_dtype": short in opinfo_lists.TESTED_DTYPES}
+    info = {"op": key, "dtype": dtype_name, "pytorch_lists": lists + decorated, "pytorch_tests_dtype": short in opinfo_lists.TESTED_DTYPES}
     if sample is not None:
         info["sample"] = sample
     parts = None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version)

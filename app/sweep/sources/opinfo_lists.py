@@ -8,6 +8,8 @@ not shipped in the torch wheel, so it cannot be read from the installed torch): 
 torch's short names. The test never runs bfloat16 (`bf16 = torch.bfloat16  # not tested`; its allowed
 dtypes are f16, f32, f64, i32, i64, b8, and u8 for interpolation), so no bf16 appears below: a bf16
 finding is "not in PyTorch's lists" unless the op is listed for another dtype, which `entries` says.
+op_db's own entries for the test (DecorateInfo on TestInductorOpInfo: skips, expected failures, tolerance
+overrides) ship with torch and are read from it (app.sweep.sources.opinfo.decorations).
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ OVERRIDES: Mapping[tuple[str, str | None], Mapping[str, Any]] = {
 
 # the test's own tolerances where no override applies (_get_tolerances): fp32 only; others assertEqual's defaults
 DEFAULT_TOLERANCES: Mapping[str, tuple[float, float]] = {"f32": (1.3e-5, 1.5e-5)}  # (rtol, atol)
+# assertEqual's (torch.testing's) defaults by dtype, which an op_db toleranceOverride can only raise
+ASSERT_DEFAULTS: Mapping[str, tuple[float, float]] = {"bf16": (1.6e-2, 1e-5), "f16": (1e-3, 1e-5), "f32": (1.3e-6, 1e-5), "f64": (1e-7, 1e-7)}
 
 
 def tolerances(op_name: str, dtype: str) -> tuple[float | None, float | None, bool]:
