@@ -117,7 +117,7 @@ def disagreement_text(rows: Sequence[JobRow], limit: int = TABLE_ROWS) -> str:
     lines = ["PyTorch's own check beside ours (" + "; ".join(rules) + ")", "jobs (ours by row, PyTorch's by column):"]
     lines += _grid(jobs, "our verdict")
     if leaves:
-        lines += ["leaves (an op_db job's are its samples' outputs):"] + _grid(leaves, "our verdict")
+        lines += ["leaves (each sample's outputs, in op_db and module_db jobs):"] + _grid(leaves, "our verdict")
     found = disagreeing(rows)
     if not found:
         lines.append("no disagreement: where one flags, so does the other")

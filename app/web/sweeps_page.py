@@ -138,7 +138,7 @@ def _pytorch_check(rows: list) -> set[str] | None:  # type: ignore[type-arg]
     st.caption("; ".join(rules))
     jobs, leaves = crosstabs(rows)
     columns = st.columns(2)
-    for column, (counts, what) in zip(columns, ((jobs, "jobs"), (leaves, "leaves (an op_db job's are its samples)"))):
+    for column, (counts, what) in zip(columns, ((jobs, "jobs"), (leaves, "leaves (each sample's outputs, in op_db and module_db jobs)"))):
         verdicts = [v for v in verdict_order() if any(k[0] == v for k in counts)]
         column.caption(what)
         column.dataframe([{"our verdict": v, **{f"PyTorch's {c}": counts.get((v, c), 0) for c in ("pass", "fail", "n/a")}} for v in verdicts],
