@@ -64,6 +64,9 @@ def test_zoo_patterns_pick_their_programs_and_unknown_names_list_the_known(tmp_p
     stamp = written.stat().st_mtime_ns
     zoo_programs("opinfo:bf16:sin", tmp_path)
     assert written.stat().st_mtime_ns == stamp  # an unchanged program keeps its file
+    chunks = zoo_programs("opinfo:bf16:nn.functional.max_pool1d", tmp_path)  # 864 samples: one graph of all compiles for minutes
+    assert [p.path.name for p in chunks][::8] == ["nn.functional.max_pool1d--samples0-99.py", "nn.functional.max_pool1d--samples800-863.py"]
+    assert "SAMPLES = range(800, 864)" in chunks[-1].source and len(chunks[-1].parts() if chunks[-1].parts else []) == 64
     parts = ops["take"].parts() if ops["take"].parts else []
     assert [p.path.name for p in parts[:2]] == ["take--sample0.py", "take--sample1.py"] and "SAMPLES = [1]" in parts[1].source
 

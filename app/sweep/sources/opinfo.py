@@ -5,7 +5,8 @@ own tests run: on CPU, 551 ops and 15,849 samples in bf16 (torch 2.13). One job 
 a compile each (3-4 s, some nine hours for bf16 on two cores); a program here runs every sample of one
 op, so one compile checks them all, and each sample's outputs are leaves of their own (`out['sample[3]']`,
 `out['sample[3]'][0]` for an op that returns a tuple) that our verdict and PyTorch's check judge one by one.
-When an op's whole program ends in an error (one sample's compile fails, say), its `parts` run each
+An op of more than CHUNK samples gets a program per CHUNK of them (`nn.functional.max_pool2d--samples0-99`).
+When a program ends in an error as a whole (one sample's compile fails, say), its `parts` run each
 sample alone, so one bad sample hides nothing else.
 
 The programs do what the inductor OpInfo test does around the op (replace `wrapper_set_seed`, which
@@ -27,6 +28,9 @@ from app.sweep.sources.base import Selection, Source, ZooError, ZooProgram, miss
 
 DTYPES = {"bf16": ("bfloat16", "bf16"), "fp16": ("float16", "f16"), "fp32": ("float32", "f32")}  # flavour -> (torch name, the test's short name)
 TIMEOUT_S = 900.0  # one compile for every sample of an op, and its re-checks: a few ops take minutes
+# at most this many samples per program: compiling grows with the graph (max_pool1d's 864 samples took 276 s, 0.3 s
+# each), and an op's whole program that times out loses every sample; 19 of 551 ops have more in bf16
+CHUNK = 100
 
 TEMPLATE = '''"""op_db: {what} of `{key}` in {dtype} on CPU, compiled as one program (torch {torch}).
 
@@ -75,7 +79,19 @@ def programs(selection: Selection) -> Sequence[ZooProgram]:
     dtype = getattr(torch, dtype_name)
     ops = {key_of(op): op for op in _op_db() if dtype in op.supported_dtypes("cpu")}
     wanted = pick(list(ops), selection.items, f"op_db op with {selection.flavour} on CPU") if selection.items else list(ops)
-    return [_program(ops[key], key, selection, dtype_name, short, torch.__version__, None) for key in wanted]
+    found = []
+    for key in wanted:
+        op = ops[key]
+        try:
+            count = _count(op, key, dtype_name)
+        except ZooError:
+            count = 0  # its one program ends in the error that says why
+        if count <= CHUNK:
+            found.append(_program(op, key, selection, dtype_name, short, torch.__version__))
+        else:  # max_pool2d has 1,440 samples: one graph of them all compiles for minutes, and past the timeout loses all
+            found.extend(_program(op, key, selection, dtype_name, short, torch.__version__, range(a, min(a + CHUNK, count)))
+                         for a in range(0, count, CHUNK))
+    return found
 
 
 def decorations(op: Any, dtype_name: str) -> tuple[list[str], tuple[float, float] | None]:
@@ -107,40 +123,53 @@ def decorations(op: Any, dtype_name: str) -> tuple[list[str], tuple[float, float
     return found, tolerance
 
 
-def _program(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str, sample: int | None) -> ZooProgram:
+def _program(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str,
+             samples: range | None = None, sample: int | None = None) -> ZooProgram:
+    """Every sample of the op (`samples` None), a chunk of them, or one `sample` alone (a part)."""
     lists = opinfo_lists.entries(key)
     rtol, atol, values = opinfo_lists.tolerances(key, short)
     decorated, override = decorations(op, dtype_name)
     if override is not None:  # assertEqual takes the larger of the test's tolerance (or its default) and op_db's override
         default_rtol, default_atol = opinfo_lists.ASSERT_DEFAULTS.get(short, (0.0, 0.0))
         rtol, atol = max(default_rtol if rtol is None else rtol, override[0]), max(default_atol if atol is None else atol, override[1])
+    if sample is not None:
+        what, chosen, name = f"sample {sample}", f"[{sample}]", f"{key}--sample{sample}"
+    elif samples is not None:
+        what, chosen, name = f"samples {samples.start}-{samples.stop - 1}", repr(samples), f"{key}--samples{samples.start}-{samples.stop - 1}"
+    else:
+        what, chosen, name = "every sample", "None", key
     text = TEMPLATE.format(
-        what="every sample" if sample is None else f"sample {sample}", key=key, dtype=dtype_name, torch=torch_version, pattern=f"opinfo:{selection.flavour}:{key}",
+        what=what, key=key, dtype=dtype_name, torch=torch_version, pattern=f"opinfo:{selection.flavour}:{key}",
         lists=("; ".join(lists) if lists else "not in its skip, expected-failure or one-sample lists")
         + ("" if short in opinfo_lists.TESTED_DTYPES else f"; it never runs {dtype_name}"),
-        name=op.name, variant=op.variant_test_name, samples="None" if sample is None else f"[{sample}]",
+        name=op.name, variant=op.variant_test_name, samples=chosen,
     )
-    info = {"op": key, "dtype": dtype_name, "pytorch_lists": lists + decorated, "pytorch_tests_dtype": short in opinfo_lists.TESTED_DTYPES}
+    info: dict[str, Any] = {"op": key, "dtype": dtype_name, "pytorch_lists": lists + decorated, "pytorch_tests_dtype": short in opinfo_lists.TESTED_DTYPES}
     if sample is not None:
         info["sample"] = sample
-    parts = None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version)
+    elif samples is not None:
+        info["samples"] = [samples.start, samples.stop]
+    parts = None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version, samples)
     random = partial(random_samples, key, dtype_name)
     # one sample alone is a check like any other: the engine's default limit, so that an op whose every sample hangs
     # costs its samples minutes, not hours
     options = {"timeout_s": TIMEOUT_S} if sample is None else {}
-    return ZooProgram(key if sample is None else f"{key}--sample{sample}", text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values),
-                      options, info, parts, random)
+    return ZooProgram(name, text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values), options, info, parts, random)
 
 
-def _parts(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str) -> Sequence[ZooProgram]:
-    """One program per sample, for an op whose whole program ended in an error."""
+def _count(op: Any, key: str, dtype_name: str) -> int:
     import torch
 
     try:
-        count = sum(1 for _ in op.sample_inputs("cpu", getattr(torch, dtype_name), requires_grad=False))
-    except Exception as exc:  # its samples cannot even be made: the whole program's error says so already
+        return sum(1 for _ in op.sample_inputs("cpu", getattr(torch, dtype_name), requires_grad=False))
+    except Exception as exc:  # its samples cannot be made: its program's error will say so
         raise ZooError(f"{key}: its samples cannot be made ({type(exc).__name__}: {exc})") from None
-    return [_program(op, key, selection, dtype_name, short, torch_version, i) for i in range(count)]
+
+
+def _parts(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str, samples: range | None) -> Sequence[ZooProgram]:
+    """One program per sample, for a program that ended in an error as a whole."""
+    chosen = samples if samples is not None else range(_count(op, key, dtype_name))
+    return [_program(op, key, selection, dtype_name, short, torch_version, sample=i) for i in chosen]
 
 
 @lru_cache(maxsize=None)
