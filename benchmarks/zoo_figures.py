@@ -19,8 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from app.sweep.pytorch_check import FAIL, PASS, UNAVAILABLE  # noqa: E402
-from app.sweep.report import crosstabs, disagreeing, pytorch_text, verdict_order  # noqa: E402
+from app.sweep.report import crosstab_rows, crosstabs, disagreeing, pytorch_text  # noqa: E402
 from app.sweep.state import DONE, SweepState  # noqa: E402
 
 
@@ -30,11 +29,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def _grid(counts: dict[tuple[str, str], int], what: str) -> list[str]:
-    verdicts = [v for v in verdict_order() if any(k[0] == v for k in counts)]
-    lines = [f"| {what} | PyTorch's pass | fail | n/a |", "|---|---|---|---|"]
-    for v in verdicts:
-        lines.append(f"| {v} | " + " | ".join(str(counts.get((v, c), 0)) for c in (PASS, FAIL, UNAVAILABLE)) + " |")
-    return lines
+    return [f"| {what} | PyTorch's pass | fail | n/a |", "|---|---|---|---|"] + [f"| {v} | " + " | ".join(map(str, row)) + " |" for v, row in crosstab_rows(counts)]
 
 
 def main() -> None:

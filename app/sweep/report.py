@@ -85,6 +85,15 @@ def crosstabs(rows: Sequence[JobRow]) -> tuple[dict[tuple[str, str], int], dict[
     return jobs, leaves
 
 
+PYTORCH_COLUMNS = (PASS, FAIL, UNAVAILABLE)
+
+
+def crosstab_rows(counts: dict[tuple[str, str], int]) -> list[tuple[str, tuple[int, ...]]]:
+    """A cross table's rows, most severe verdict first: (our verdict, counts by PyTorch's PYTORCH_COLUMNS)."""
+    verdicts = [v for v in verdict_order() if any(k[0] == v for k in counts)]
+    return [(v, tuple(counts.get((v, c), 0) for c in PYTORCH_COLUMNS)) for v in verdicts]
+
+
 def disagreeing(rows: Sequence[JobRow]) -> list[JobRow]:
     """Jobs where one side flags and the other does not, or whose leaves do (a job PyTorch fails on one sample
     we call benign, and another we call divergent that it passes, disagrees twice inside and not as a whole)."""
@@ -99,12 +108,10 @@ def disagreeing(rows: Sequence[JobRow]) -> list[JobRow]:
 
 
 def _grid(counts: dict[tuple[str, str], int], what: str) -> list[str]:
-    columns = [PASS, FAIL, UNAVAILABLE]
-    verdicts = [v for v in verdict_order() if any(k[0] == v for k in counts)]
-    width = max([len(what)] + [len(v) for v in verdicts])
-    lines = [f"  {what:<{width}}  " + "  ".join(f"{c:>5}" for c in columns)]
-    for v in verdicts:
-        lines.append(f"  {v:<{width}}  " + "  ".join(f"{counts.get((v, c), 0):>5}" for c in columns))
+    table = crosstab_rows(counts)
+    width = max([len(what)] + [len(v) for v, _ in table])
+    lines = [f"  {what:<{width}}  " + "  ".join(f"{c:>5}" for c in PYTORCH_COLUMNS)]
+    lines += [f"  {v:<{width}}  " + "  ".join(f"{n:>5}" for n in counts_) for v, counts_ in table]
     return lines
 
 
@@ -245,10 +252,8 @@ def _agreement_html(rows: Sequence[JobRow]) -> str:
         return ""
 
     def grid(counts: dict[tuple[str, str], int], what: str) -> str:
-        columns = [PASS, FAIL, UNAVAILABLE]
-        verdicts = [v for v in verdict_order() if any(k[0] == v for k in counts)]
-        head = "".join(f"<th>PyTorch's {c}</th>" for c in columns)
-        body = "".join(f"<tr><td>{v}</td>" + "".join(f"<td>{counts.get((v, c), 0)}</td>" for c in columns) + "</tr>" for v in verdicts)
+        head = "".join(f"<th>PyTorch's {c}</th>" for c in PYTORCH_COLUMNS)
+        body = "".join(f"<tr><td>{v}</td>" + "".join(f"<td>{n}</td>" for n in row) + "</tr>" for v, row in crosstab_rows(counts))
         return f"<table style=\"width:auto;display:inline-table;margin-right:2em\"><thead><tr><th>{what}</th>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     found = disagreeing(rows)

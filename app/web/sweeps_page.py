@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.sweep.registry import list_sweeps, sweeps_root
-from app.sweep.report import VERDICT_COLOURS, crosstabs, disagreeing, pytorch_text, summary, ulp_text, verdict_order
+from app.sweep.report import PYTORCH_COLUMNS, VERDICT_COLOURS, crosstab_rows, crosstabs, disagreeing, pytorch_text, summary, ulp_text, verdict_order
 from app.sweep.state import DONE, SweepState
 
 REFRESH_S = 3.0
@@ -139,9 +139,8 @@ def _pytorch_check(rows: list) -> set[str] | None:  # type: ignore[type-arg]
     jobs, leaves = crosstabs(rows)
     columns = st.columns(2)
     for column, (counts, what) in zip(columns, ((jobs, "jobs"), (leaves, "leaves (each sample's outputs, in op_db and module_db jobs)"))):
-        verdicts = [v for v in verdict_order() if any(k[0] == v for k in counts)]
         column.caption(what)
-        column.dataframe([{"our verdict": v, **{f"PyTorch's {c}": counts.get((v, c), 0) for c in ("pass", "fail", "n/a")}} for v in verdicts],
+        column.dataframe([{"our verdict": v, **{f"PyTorch's {c}": n for c, n in zip(PYTORCH_COLUMNS, row)}} for v, row in crosstab_rows(counts)],
                          hide_index=True, key=f"sweep_crosstab_{what[:4]}")
     found = disagreeing(rows)
     if not st.checkbox(f"only the {len(found)} jobs where PyTorch's check and ours disagree", key="sweep_disagree"):
