@@ -147,6 +147,8 @@ def test_a_zoo_sweep_keeps_time_memory_and_pytorchs_check_beside_each_verdict(zo
         assert r.pytorch_detail is not None and r.pytorch_detail.compared >= 1
     add = rows["add.py"].pytorch_detail
     assert add is not None and add.compared == sum(add.crosstab.values()) == 11  # every sample of add, one leaf each
+    # against the test's own reference: the samples made again here, eager on fp32-upcast inputs
+    assert "leaves against eager on fp32-upcast inputs, as the test" in add.note and "fp64" not in add.note, add.note
     assert "OpInfo" in add.rule and "same(tol=0.001" in (rows["bert.py"].pytorch_detail.rule if rows["bert.py"].pytorch_detail else "")
     text = table_text(list(summary.jobs))
     assert "PyTorch's check" in text and "peak MB" in text

@@ -27,7 +27,7 @@ from engine.options import CheckOptions, OptionsError
 from engine.paths import home
 from engine.result import RESULT_FILE
 from engine.snippet import SnippetError, detect_style
-from app.sweep.pytorch_check import AccuracyRule
+from app.sweep.pytorch_check import AccuracyRule, PyTorchReference
 from app.sweep.sources.base import ZooError, ZooProgram
 from app.sweep.sources.registry import is_zoo, parse
 from app.sweep.state import STATE_FILE
@@ -48,8 +48,8 @@ class Program:
     info: Mapping[str, Any] = field(default_factory=dict)  # what the report shows beside its jobs (zoo programs)
     # a zoo program's smaller programs, to run when it ends in an error as a whole (app.sweep.sources.base.ZooProgram.parts)
     parts: Callable[[], Sequence["Program"]] | None = field(default=None, compare=False, repr=False)
-    # the samples whose op draws random numbers (app.sweep.sources.base.ZooProgram.random_samples)
-    random_samples: Callable[[], frozenset[int]] | None = field(default=None, compare=False, repr=False)
+    # PyTorch's own reference for its leaves (app.sweep.sources.base.ZooProgram.pytorch_reference)
+    pytorch_reference: Callable[[], PyTorchReference] | None = field(default=None, compare=False, repr=False)
 
 
 def zoo_dir() -> Path:
@@ -110,7 +110,7 @@ def _zoo_file(program: ZooProgram, folder: Path) -> Program:
         tmp.replace(path)
     parts = program.parts
     make_parts = None if parts is None else (lambda: [_zoo_file(p, folder) for p in parts()])
-    return Program(path, program.source, dict(program.options), program.accuracy, dict(program.info), make_parts, program.random_samples)
+    return Program(path, program.source, dict(program.options), program.accuracy, dict(program.info), make_parts, program.pytorch_reference)
 
 
 def split(program: Program) -> list[Program]:

@@ -241,11 +241,8 @@ class _Invocation:
 
         program = self.programs.get(spec.program)
         try:
-            random = None
-            if program is not None and program.random_samples is not None:
-                seeded = program.random_samples()
-                random = lambda leaf: (m := _SAMPLE.search(leaf)) is not None and int(m.group(1)) in seeded  # noqa: E731
-            check = judge(spec.accuracy, run_dir, random)
+            reference = program.pytorch_reference() if program is not None and program.pytorch_reference is not None else None
+            check = judge(spec.accuracy, run_dir, reference)
         except Exception as exc:  # a bug of ours must not stop the sweep; the row says what happened
             check = PyTorchCheck(spec.accuracy.describe(), UNAVAILABLE, note=f"PyTorch's check failed here: {type(exc).__name__}: {exc}")
             if not self._pytorch_warned:

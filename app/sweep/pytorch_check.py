@@ -13,9 +13,11 @@ Two rules, each as PyTorch applies it:
   fp16 1e-3 / 1e-5), per-op overrides from the test's own table; mutated inputs too, strides not.
 
 Both are computed here from what the check stored (engine.arrays: eager, compiled and the fp64 reference of
-every leaf up to the storage limit), so they see the very tensors our verdict saw. One deviation, said in
-every result: the OpInfo test's reference is eager run on the inputs upcast to fp32, ours the fp64 one (the
-check's reference); cast to bf16 the two differ by at most one bf16 ULP, against a tolerance of about four.
+every leaf up to the storage limit), so they see the very tensors our verdict saw. The OpInfo test's reference
+is not fp64 but eager on the inputs upcast to fp32; a source that can re-make its samples hands that
+reference in (a PyTorchReference: app.sweep.sources.opinfo re-makes op_db's samples with the check's seed
+and proves them the same by eager's output, bit for bit). Where it cannot, the check's fp64 reference
+stands in, and the result says for how many leaves: the two differ where fp32 itself cancels (cov).
 
 Importing this module imports neither torch nor numpy; `judge` imports torch when it runs.
 """
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 PASS, FAIL, UNAVAILABLE = "pass", "fail", "n/a"
 SAME, OPINFO = "same", "opinfo"
@@ -97,6 +99,22 @@ class PyTorchCheck:
         return json.dumps(self.to_json())
 
 
+@dataclass(frozen=True)
+class PyTorchReference:
+    """PyTorch's own reference for a job's leaves, where a source can make it (by leaf name)."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)  # the test's reference (opinfo: eager on fp32-upcast inputs)
+    eager: Mapping[str, Any] = field(default_factory=dict)  # eager's output as re-made here: the samples are the check's when it matches
+    # the samples (their keys in the program's input dict, e.g. "sample[3]") on which the op draws random numbers:
+    # the test compares no values of their outputs or of the inputs they mutate
+    random_samples: frozenset[str] = frozenset()
+    uncompared: frozenset[str] = frozenset()  # leaves the check has and PyTorch's does not compare (kwargs it mutates)
+    describe: str = ""
+
+    def random(self, leaf: str) -> bool:
+        return any(f"['{key}']" in leaf for key in self.random_samples)
+
+
 def disagrees(our_verdict: str | None, their_status: str | None) -> bool:
     """One side flags the result and the other does not. Ours flags `divergent`; `precision-cast` and `rng`
     are drift with a named mechanism (flagged by neither side's failure), and errors are no judgement."""
@@ -107,11 +125,9 @@ def disagrees(our_verdict: str | None, their_status: str | None) -> bool:
     return their_status == FAIL and our_verdict in ("match", "benign")
 
 
-def judge(rule: AccuracyRule, run_dir: Path | str, random: Callable[[str], bool] | None = None) -> PyTorchCheck:
-    """PyTorch's verdict on the check stored in `run_dir` (its result.json and arrays).
-
-    `random(leaf name)`: the leaf comes from a sample on which the op draws random numbers, where the OpInfo
-    test compares metadata alone."""
+def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference | None = None) -> PyTorchCheck:
+    """PyTorch's verdict on the check stored in `run_dir` (its result.json and arrays); `reference`: PyTorch's
+    own reference for its leaves where the source can make it, in place of the check's fp64 one."""
     from engine.judge.verdicts import LeafKind, Verdict
     from engine.result import CheckResult
 
@@ -127,14 +143,16 @@ def judge(rule: AccuracyRule, run_dir: Path | str, random: Callable[[str], bool]
         kinds.add(LeafKind.MUTATED_INPUT)  # check_model compares the inputs after the runs too
     elif result.options.backward:
         kinds.add(LeafKind.GRADIENT)  # the harness's training mode compares gradients
-    compare = _Comparer(rule)
+    compare = _Comparer(rule, reference or PyTorchReference())
     failed, unjudged, disagreements = [], [], []
     crosstab: dict[str, int] = {}
     compared = 0
     for leaf in result.leaves:
         if leaf.kind not in kinds or (leaf.shape is None and leaf.eager_value == "None" and leaf.compiled_value == "None"):
             continue  # same() walks a ModelOutput's fields that are set: a field None on both sides is no leaf of its
-        outcome = compare.leaf(result, leaf, random is not None and random(leaf.name))
+        if reference is not None and leaf.name in reference.uncompared:
+            continue
+        outcome = compare.leaf(result, leaf)
         if outcome is None:
             unjudged.append(leaf.name)
             continue
@@ -149,8 +167,10 @@ def judge(rule: AccuracyRule, run_dir: Path | str, random: Callable[[str], bool]
     if not compared:
         return PyTorchCheck(description, UNAVAILABLE, unjudged=tuple(unjudged), note="no output it can compare was stored")
     notes = []
-    if rule.kind == OPINFO:
-        notes.append("reference: the check's fp64 one cast to the output's dtype (the test's own is eager on fp32-upcast inputs)")
+    if rule.kind == OPINFO and rule.values:
+        own = f"{compare.own} leaves against {reference.describe}" if reference is not None and compare.own else ""
+        fp64 = f"{compare.fp64} against the check's fp64 reference cast to the output's dtype" if compare.fp64 else ""
+        notes.append("reference: " + "; ".join(x for x in (own, fp64) if x))
     if result.notes and any("fp64 reference unavailable" in n for n in result.notes):
         notes.append("no fp64 reference: same() falls back to eager as its reference")
     if unjudged:
@@ -161,13 +181,15 @@ def judge(rule: AccuracyRule, run_dir: Path | str, random: Callable[[str], bool]
 class _Comparer:
     """One leaf at a time, rebuilt from the stored arrays into tensors of the leaf's own dtype."""
 
-    def __init__(self, rule: AccuracyRule) -> None:
+    def __init__(self, rule: AccuracyRule, reference: PyTorchReference) -> None:
         import torch
 
         self.torch = torch
         self.rule = rule
+        self.reference = reference
+        self.own = self.fp64 = 0  # leaves judged against the source's own reference, and against fp64
 
-    def leaf(self, result: Any, leaf: Any, random: bool = False) -> bool | None:
+    def leaf(self, result: Any, leaf: Any) -> bool | None:
         """True: passes; False: fails; None: cannot be judged from what was stored."""
         from engine.judge.verdicts import Symptom, Verdict
 
@@ -178,16 +200,16 @@ class _Comparer:
             return False  # same() and assertEqual both fail a shape or dtype mismatch (same() raises on shapes)
         if leaf.numel == 0:
             return True
-        if self.rule.kind == OPINFO and (not self.rule.values or random or leaf.verdict is Verdict.RNG):
+        if self.rule.kind == OPINFO and (not self.rule.values or self.reference.random(leaf.name) or leaf.verdict is Verdict.RNG):
             # the test compares no values where they are undefined (empty) or random (it finds an op tagged
             # nondeterministic_seeded and passes assert_equal=False): shape, dtype, strides and layout only
             return Symptom.STRIDE not in leaf.symptoms
         arrays = result.load_arrays(leaf)
         if "eager" not in arrays or "compiled" not in arrays:
             return None
-        eager = self._tensor(arrays["eager"], leaf.dtype)
-        compiled = self._tensor(arrays["compiled"], leaf.compiled_dtype or leaf.dtype)
-        ref = self._tensor(arrays["ref"], _wide(leaf.dtype)) if "ref" in arrays else None
+        eager = self._tensor(arrays["eager"], leaf.dtype, leaf.shape)
+        compiled = self._tensor(arrays["compiled"], leaf.compiled_dtype or leaf.dtype, leaf.compiled_shape or leaf.shape)
+        ref = self._tensor(arrays["ref"], _wide(leaf.dtype), leaf.shape) if "ref" in arrays else None
         if self.rule.kind == SAME:
             from torch._dynamo.utils import same
 
@@ -195,7 +217,13 @@ class _Comparer:
                 return bool(same(eager, compiled, fp64_ref=ref, tol=self.rule.tol, equal_nan=True, cos_similarity=False, log_error=lambda *a, **k: None))
             except Exception:  # the harness counts an exception in same() as fail_accuracy
                 return False
-        expected = (ref if ref is not None else eager).to(compiled.dtype)
+        expected = self._own(leaf.name, eager)
+        if expected is None:
+            self.fp64 += 1
+            expected = ref if ref is not None else eager
+        else:
+            self.own += 1
+        expected = expected.to(compiled.dtype) if expected.dtype.is_floating_point or expected.dtype.is_complex else expected
         try:
             self.torch.testing.assert_close(compiled, expected, rtol=self.rule.rtol, atol=self.rule.atol, equal_nan=True,
                                             check_dtype=True, check_stride=False)
@@ -203,15 +231,30 @@ class _Comparer:
             return False
         return True
 
-    def _tensor(self, array: Any, dtype: str | None) -> Any:
+    def _own(self, name: str, eager: Any) -> Any:
+        """The source's reference for this leaf, if it has one and its eager run is the check's, bit for bit."""
+        value, again = self.reference.values.get(name), self.reference.eager.get(name)
+        if value is None or again is None or again.shape != eager.shape or again.dtype != eager.dtype:
+            return None
+        if again.dtype.is_floating_point:  # NaN where eager has NaN, the same numbers elsewhere
+            same = self.torch.equal(again.isnan(), eager.isnan()) and self.torch.equal(again.nan_to_num(0.0), eager.nan_to_num(0.0))
+        else:
+            same = self.torch.equal(again, eager)
+        return value if same else None
+
+    def _tensor(self, array: Any, dtype: str | None, shape: tuple[int, ...]) -> Any:
+        """A stored array as the leaf's tensor: its dtype (bfloat16 is stored as float32, complex as pairs of reals)
+        and its shape (a 0-d leaf is stored with one dimension)."""
         torch = self.torch
         import numpy as np
 
         t = torch.from_numpy(np.array(array))
         target = getattr(torch, dtype or "", None)
         if isinstance(target, torch.dtype) and target.is_complex:
-            return torch.view_as_complex(t.to(torch.float64 if target == torch.complex128 else torch.float32).contiguous()).to(target)
-        return t.to(target) if isinstance(target, torch.dtype) else t
+            t = torch.view_as_complex(t.to(torch.float64 if target == torch.complex128 else torch.float32).contiguous()).to(target)
+        elif isinstance(target, torch.dtype):
+            t = t.to(target)
+        return t.reshape(shape) if t.numel() == int(np.prod(shape)) else t
 
 
 def _wide(dtype: str | None) -> str:

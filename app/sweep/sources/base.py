@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from app.sweep.pytorch_check import AccuracyRule
+from app.sweep.pytorch_check import AccuracyRule, PyTorchReference
 
 
 class ZooError(ValueError):
@@ -44,8 +44,8 @@ class ZooProgram:
     # when the whole program ends in an error, these smaller programs (one sample each) run instead, so that
     # one bad sample does not hide the others; computed only when asked (it may import torch)
     parts: Callable[[], Sequence["ZooProgram"]] | None = field(default=None, compare=False, repr=False)
-    # the samples (their indices) whose op draws random numbers, where PyTorch's check compares no values
-    random_samples: Callable[[], frozenset[int]] | None = field(default=None, compare=False, repr=False)
+    # PyTorch's own reference for its leaves, where it is not the check's fp64 one (op_db: eager on fp32-upcast inputs)
+    pytorch_reference: Callable[[], PyTorchReference] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

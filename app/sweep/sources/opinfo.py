@@ -19,10 +19,10 @@ which PyTorch's test never runs), fp16 or fp32; the samples are op_db's own for 
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any, Sequence
 
-from app.sweep.pytorch_check import OPINFO, AccuracyRule
+from app.sweep.pytorch_check import OPINFO, AccuracyRule, PyTorchReference
 from app.sweep.sources import opinfo_lists
 from app.sweep.sources.base import Selection, Source, ZooError, ZooProgram, missing, pick
 
@@ -150,11 +150,12 @@ def _program(op: Any, key: str, selection: Selection, dtype_name: str, short: st
     elif samples is not None:
         info["samples"] = [samples.start, samples.stop]
     parts = None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version, samples)
-    random = partial(random_samples, key, dtype_name)
+    chosen_samples: Sequence[int] | None = [sample] if sample is not None else samples
+    reference = partial(pytorch_reference, key, dtype_name, chosen_samples)
     # one sample alone is a check like any other: the engine's default limit, so that an op whose every sample hangs
     # costs its samples minutes, not hours
     options = {"timeout_s": TIMEOUT_S} if sample is None else {}
-    return ZooProgram(name, text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values), options, info, parts, random)
+    return ZooProgram(name, text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values), options, info, parts, reference)
 
 
 def _count(op: Any, key: str, dtype_name: str) -> int:
@@ -172,11 +173,62 @@ def _parts(op: Any, key: str, selection: Selection, dtype_name: str, short: str,
     return [_program(op, key, selection, dtype_name, short, torch_version, sample=i) for i in chosen]
 
 
-@lru_cache(maxsize=None)
-def random_samples(key: str, dtype_name: str) -> frozenset[int]:
-    """The samples on which `key` draws random numbers, found as the inductor OpInfo test finds them: the op
-    runs on fake tensors under a dispatch mode that looks for an op tagged `nondeterministic_seeded`. The
-    test then compares no values of that sample (`assert_equal=False`), only shapes, dtypes and strides."""
+def pytorch_reference(key: str, dtype_name: str, chosen: Sequence[int] | None) -> PyTorchReference:
+    """The inductor OpInfo test's own reference for a program's samples, by leaf name.
+
+    The samples are made again here as the check made them (op_db's generator after the engine's seeding of
+    the inputs, seed 0), and each is run as the test runs it: eagerly on its inputs as they are (to prove
+    them the check's: the judge uses a sample's reference only where this eager output equals the stored
+    one bit for bit) and on its top-level tensor arguments and kwargs upcast to fp32 (`check_model`'s
+    `upcast_fn`: a list of tensors stays as it is), the reference. An input the op mutates is compared too:
+    the positional ones after the upcast run (the test compares `ref_inputs` with the compiled run's inputs),
+    not the kwargs (it does not compare those). A sample on which the op draws random numbers (found as the
+    test finds it, on fake tensors, by an op tagged `nondeterministic_seeded`) gets no reference: the test
+    compares its metadata alone. Runs op_db's eager code in this process.
+    """
+    import random
+
+    import numpy
+    import torch
+
+    op = next(o for o in _op_db() if key_of(o) == key)
+    dtype = getattr(torch, dtype_name)
+    # as the engine before `inputs()` (engine/child/seeding.py): the samples draw their values from these
+    torch.manual_seed(0)
+    random.seed(0)
+    numpy.random.seed(0)
+    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    values: dict[str, Any] = {}
+    eager: dict[str, Any] = {}
+    seeded: set[str] = set()
+    uncompared: set[str] = set()
+    for i, sample in enumerate(samples):
+        if chosen is not None and i not in chosen:
+            continue
+        prefix = f"out['sample[{i}]']"
+        args, kwargs = [sample.input, *sample.args], dict(sample.kwargs)
+        if _draws_random(op, args, kwargs):
+            seeded.add(f"sample[{i}]")
+            continue
+        again_args, again_kwargs = _clones(args), _clones(kwargs)
+        upcast_args, upcast_kwargs = [_upcast(a) for a in _clones(args)], {k: _upcast(v) for k, v in _clones(kwargs).items()}
+        try:
+            again = op.op(*again_args, **again_kwargs)
+            upcast = op.op(*upcast_args, **upcast_kwargs)
+        except Exception:  # the judge falls back to the check's fp64 reference for this sample
+            continue
+        eager.update(_named(prefix, again))
+        values.update(_named(prefix, upcast))
+        # the inputs after the call, named as the engine names a mutated input of the program's one argument
+        inputs = f"input args[0]['sample[{i}]']"
+        eager.update(_named(f"{inputs}[0]", again_args))
+        values.update(_named(f"{inputs}[0]", upcast_args))
+        uncompared.update(name for name, _ in _named(f"{inputs}[1]", again_kwargs))
+    return PyTorchReference(values, eager, frozenset(seeded), frozenset(uncompared), "eager on fp32-upcast inputs, as the test")
+
+
+def _draws_random(op: Any, args: list[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether the op draws random numbers on these inputs: the inductor OpInfo test's do_nopython_and_has_rng."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -190,20 +242,43 @@ def random_samples(key: str, dtype_name: str) -> frozenset[int]:
                 self.found = True
             return func(*args, **(kwargs or {}))
 
-    op = next(o for o in _op_db() if key_of(o) == key)
-    found = set()
-    for i, sample in enumerate(op.sample_inputs("cpu", getattr(torch, dtype_name), requires_grad=False)):
-        fake = FakeTensorMode()
-        seeded = Seeded()
-        try:
-            args, kwargs = tree_map(lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t, ([sample.input, *sample.args], dict(sample.kwargs)))
-            with seeded, fake:
-                op.op(*args, **kwargs)
-        except Exception:  # the test stops at a data-dependent output, keeping what it saw so far
-            pass
-        if seeded.found:
-            found.add(i)
-    return frozenset(found)
+    fake = FakeTensorMode()
+    seeded = Seeded()
+    try:
+        fake_args, fake_kwargs = tree_map(lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t, (args, kwargs))
+        with seeded, fake:
+            op.op(*fake_args, **fake_kwargs)
+    except Exception:  # the test stops at a data-dependent output, keeping what it saw so far
+        pass
+    return seeded.found
+
+
+def _clones(value: Any) -> Any:
+    import torch
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, value)
+
+
+def _upcast(value: Any) -> Any:
+    import torch
+
+    return value.float() if isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16) else value
+
+
+def _named(path: str, value: Any) -> list[tuple[str, Any]]:
+    """An op's output as the engine names its leaves (tensors; tuples and lists by index, dicts by key)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [(path, value.detach())]
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return [leaf for name in value._fields for leaf in _named(f"{path}.{name}", getattr(value, name))]
+    if isinstance(value, (tuple, list)):
+        return [leaf for i, item in enumerate(value) for leaf in _named(f"{path}[{i}]", item)]
+    if isinstance(value, dict):
+        return [leaf for k, item in value.items() for leaf in _named(f"{path}[{k!r}]", item)]
+    return []
 
 
 SOURCE = Source(
