@@ -116,13 +116,12 @@ class PyTorchReference:
 
 
 def disagrees(our_verdict: str | None, their_status: str | None) -> bool:
-    """One side flags the result and the other does not. Ours flags `divergent`; `precision-cast` and `rng`
-    are drift with a named mechanism (flagged by neither side's failure), and errors are no judgement."""
+    """One side calls the result a bug and the other does not: ours `divergent` where PyTorch's passes, or
+    PyTorch's failing where ours is anything but `divergent` (match, benign, or a drift whose mechanism it
+    names: precision-cast, rng). An error is no judgement."""
     if our_verdict in (None, "error") or their_status not in (PASS, FAIL):
         return False
-    if our_verdict == "divergent":
-        return their_status == PASS
-    return their_status == FAIL and our_verdict in ("match", "benign")
+    return (our_verdict == "divergent") == (their_status == PASS)
 
 
 def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference | None = None) -> PyTorchCheck:
@@ -144,6 +143,7 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
     elif result.options.backward:
         kinds.add(LeafKind.GRADIENT)  # the harness's training mode compares gradients
     compare = _Comparer(rule, reference or PyTorchReference())
+    compare.no_fp64 = any("fp64 reference unavailable" in n for n in result.notes)
     failed, unjudged, disagreements = [], [], []
     crosstab: dict[str, int] = {}
     compared = 0
@@ -171,8 +171,8 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
         own = f"{compare.own} leaves against {reference.describe}" if reference is not None and compare.own else ""
         fp64 = f"{compare.fp64} against the check's fp64 reference cast to the output's dtype" if compare.fp64 else ""
         notes.append("reference: " + "; ".join(x for x in (own, fp64) if x))
-    if result.notes and any("fp64 reference unavailable" in n for n in result.notes):
-        notes.append("no fp64 reference: same() falls back to eager as its reference")
+    if compare.no_fp64 and rule.kind == SAME:
+        notes.append("no fp64 reference: same() with cos_similarity=True, as the harness where its fp64 run fails")
     if unjudged:
         notes.append(f"{len(unjudged)} leaves not judged (their arrays were above the storage limit)")
     return PyTorchCheck(description, FAIL if failed else PASS, compared, tuple(failed), tuple(unjudged), crosstab, tuple(disagreements), "; ".join(notes))
@@ -188,6 +188,7 @@ class _Comparer:
         self.rule = rule
         self.reference = reference
         self.own = self.fp64 = 0  # leaves judged against the source's own reference, and against fp64
+        self.no_fp64 = False  # the check could not make its fp64 reference
 
     def leaf(self, result: Any, leaf: Any) -> bool | None:
         """True: passes; False: fails; None: cannot be judged from what was stored."""
@@ -213,8 +214,10 @@ class _Comparer:
         if self.rule.kind == SAME:
             from torch._dynamo.utils import same
 
+            # the harness switches to cosine similarity where it cannot make an fp64 reference (check_accuracy)
+            cosine = ref is None and self.no_fp64
             try:
-                return bool(same(eager, compiled, fp64_ref=ref, tol=self.rule.tol, equal_nan=True, cos_similarity=False, log_error=lambda *a, **k: None))
+                return bool(same(eager, compiled, fp64_ref=ref, tol=self.rule.tol, equal_nan=True, cos_similarity=cosine, log_error=lambda *a, **k: None))
             except Exception:  # the harness counts an exception in same() as fail_accuracy
                 return False
         expected = self._own(leaf.name, eager)

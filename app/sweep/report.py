@@ -129,7 +129,7 @@ def disagreement_text(rows: Sequence[JobRow], limit: int = TABLE_ROWS) -> str:
     if not found:
         lines.append("no disagreement: where one flags, so does the other")
         return "\n".join(lines)
-    lines.append(f"where they disagree ({len(found)} jobs; ours `divergent` where PyTorch's passes: it misses a bug; ours match or benign where it fails: it flags noise):")
+    lines.append(f"where they disagree ({len(found)} jobs; ours `divergent` where PyTorch's passes: it misses a bug; ours anything else where it fails: it flags noise, or a drift ours explains):")
     for r in found[:limit]:
         detail = r.pytorch_detail
         example = ""
