@@ -56,7 +56,7 @@ class AccuracyRule:
         if not self.values:
             return "the inductor OpInfo test's metadata check (shape, dtype, strides, layout; it compares no values of this op)"
         tolerances = "assertEqual's defaults for the dtype" if self.rtol is None and self.atol is None else f"rtol={self.rtol:g}, atol={self.atol:g}"
-        return f"the inductor OpInfo test's assertEqual ({tolerances}, equal_nan=True, exact dtype) against the fp64 reference cast to the output's dtype"
+        return f"the inductor OpInfo test's assertEqual ({tolerances}, equal_nan=True, exact dtype) against its reference cast to the output's dtype"
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and not (k == "values" and v)}
