@@ -15,7 +15,10 @@ _RAY_ADDRESS = re.compile(r"^(auto|local|ray://.+|[\w.\-]+:\d+)$")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="programs: files, directories (searched recursively) or globs")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="programs: files, directories (searched recursively), globs, or zoo sources: hf:[small|base][+cache][:ARCH,...] "
+                             "(transformers architectures from their configs), opinfo:[bf16|fp16|fp32][:OP,...] (every sample of op_db), "
+                             "modules:[eval|train][:MODULE,...] (module_db); an unknown name lists the known ones")
     parser.add_argument("--matrix", action="append", default=[], metavar="KEY=V1,V2",
                         help="an axis of options (repeatable; every combination is a job): device, backend, mode, dynamic, fullgraph, "
                              "dtype, strict, backward, seeds, fallback_random, emulate_precision_casts or config.NAME; `none` leaves one unset")

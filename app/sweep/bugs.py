@@ -12,6 +12,7 @@ would lose a bug, a missed one costs only a second minimization.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ class Bug:
 def localization_spec(spec: JobSpec) -> JobSpec:
     """The job again, with its first diverging intermediate localized in the same child (one seed)."""
     options = spec.options.replace(localize="intermediates", seeds=1, recheck_precision_casts=False)
-    return JobSpec(spec.key, spec.program, spec.source, options, spec.label, spec.position)
+    return dataclasses.replace(spec, options=options)
 
 
 def stored_report(run_dir: Path) -> IntermediatesReport | None:

@@ -1,4 +1,5 @@
-"""The programs of a sweep: files, directories (searched recursively, KernelBench trees included) and globs.
+"""The programs of a sweep: files, directories (searched recursively, KernelBench trees included), globs,
+and zoo sources (`hf:`, `opinfo:`, `modules:`; app.sweep.sources), whose programs are written as files.
 
 A file named outright is always a program, so one that fits no snippet style ends as an `error` row
 that says why. Inside a directory only files whose style is recognised (statically, nothing runs) are
@@ -6,6 +7,11 @@ programs; the others (helpers, `__init__.py`) are listed as skipped, and a sweep
 directory (which hold programs: snippets, minimized repros) is not searched. A gallery-style `<name>.toml`
 beside a program contributes its `[options]` table as that program's base options, which is what
 makes the bf16 cases of sample_cases/ diverge.
+
+A zoo pattern's programs are written under the zoo folder (`$DIVERGENCE_HOME/zoo/<source>-<flavour>/`,
+rewritten only when their text changes), so each job has a file that `divergence check` re-runs as the
+job ran; they carry PyTorch's own check for their jobs (app.sweep.pytorch_check) and what the report shows
+beside them (the op, its entries in PyTorch's lists).
 """
 
 from __future__ import annotations
@@ -15,18 +21,22 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from engine.options import CheckOptions, OptionsError
+from engine.paths import home
 from engine.result import RESULT_FILE
 from engine.snippet import SnippetError, detect_style
+from app.sweep.pytorch_check import AccuracyRule, PyTorchReference
+from app.sweep.sources.base import ZooError, ZooProgram
+from app.sweep.sources.registry import is_zoo, parse
 from app.sweep.state import STATE_FILE
 
 _SKIP_NAMES = ("__init__.py", "conftest.py", "setup.py")
 
 
 class CorpusError(ValueError):
-    """A path matches nothing, or the corpus holds no program."""
+    """A path matches nothing, a zoo pattern names something unknown, or the corpus holds no program."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,17 @@ class Program:
     path: Path  # resolved: the job key depends on it
     source: str
     options: Mapping[str, Any] = field(default_factory=dict)  # a sibling .toml's [options], as CheckOptions JSON
+    accuracy: AccuracyRule | None = None  # PyTorch's own check for its jobs (zoo programs)
+    info: Mapping[str, Any] = field(default_factory=dict)  # what the report shows beside its jobs (zoo programs)
+    # a zoo program's smaller programs, to run when it ends in an error as a whole (app.sweep.sources.base.ZooProgram.parts)
+    parts: Callable[[], Sequence["Program"]] | None = field(default=None, compare=False, repr=False)
+    # PyTorch's own reference for its leaves (app.sweep.sources.base.ZooProgram.pytorch_reference)
+    pytorch_reference: Callable[[], PyTorchReference] | None = field(default=None, compare=False, repr=False)
+
+
+def zoo_dir() -> Path:
+    """Where zoo programs are written."""
+    return home() / "zoo"
 
 
 @dataclass(frozen=True)
@@ -48,7 +69,10 @@ def find_programs(patterns: Sequence[str | Path]) -> Corpus:
     for pattern in patterns:
         text = str(pattern)
         path = Path(text).expanduser()
-        if path.is_file():
+        if is_zoo(text) and not path.exists():
+            for program in zoo_programs(text):
+                found.setdefault(program.path, program)
+        elif path.is_file():
             _add(path, found, skipped, explicit=True)
         elif path.is_dir():
             _add_directory(path, found, skipped)
@@ -65,6 +89,38 @@ def find_programs(patterns: Sequence[str | Path]) -> Corpus:
         where = ", ".join(map(str, patterns))
         raise CorpusError(f"no programs in {where}" + (f" ({len(skipped)} files skipped: {skipped[0]}{' ...' if len(skipped) > 1 else ''})" if skipped else ""))
     return Corpus(tuple(found.values()), tuple(skipped))
+
+
+def zoo_programs(pattern: str, folder: Path | None = None) -> list[Program]:
+    """A zoo pattern's programs, written as files under `folder` (default: the zoo folder)."""
+    try:
+        source, selection = parse(pattern)
+        written = source.programs(selection)
+    except ZooError as exc:
+        raise CorpusError(str(exc)) from None
+    return [_zoo_file(p, (folder or zoo_dir()) / source.folder(selection)) for p in written]
+
+
+def _zoo_file(program: ZooProgram, folder: Path) -> Program:
+    path = (folder / f"{program.name}.py").resolve()
+    if not path.is_file() or path.read_text() != program.source:  # an unchanged program keeps its file (and mtime)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(program.source)
+        tmp.replace(path)
+    parts = program.parts
+    make_parts = None if parts is None else (lambda: [_zoo_file(p, folder) for p in parts()])
+    return Program(path, program.source, dict(program.options), program.accuracy, dict(program.info), make_parts, program.pytorch_reference)
+
+
+def split(program: Program) -> list[Program]:
+    """The smaller programs of a zoo program that ended in an error as a whole; [] when it has none."""
+    if program.parts is None:
+        return []
+    try:
+        return list(program.parts())
+    except ZooError as exc:
+        raise CorpusError(str(exc)) from None
 
 
 def _add_directory(directory: Path, found: dict[Path, Program], skipped: list[str]) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from engine.judge.verdicts import Verdict
 from engine.options import CheckOptions
 from engine.result import CheckResult
+from app.sweep.pytorch_check import AccuracyRule
 
 # options that bound a check rather than define it: not part of the key
 LIMITS = ("timeout_s", "memory_limit_mb", "max_output_mb", "max_processes")
@@ -33,6 +34,8 @@ class JobSpec:
     options: CheckOptions
     label: str  # the matrix values of this job ("" without a matrix)
     position: int  # order in the plan
+    accuracy: AccuracyRule | None = None  # PyTorch's own check beside ours (zoo programs)
+    info: Mapping[str, Any] = field(default_factory=dict)  # what the report shows beside the job (zoo programs)
 
     @property
     def name(self) -> str:
@@ -63,6 +66,7 @@ class JobOutcome:
     max_abs: float | None = None
     symptoms: tuple[str, ...] = ()  # of the worst leaf
     where: str = ""  # "local", or the Ray node and actor that ran it
+    peak_rss_mb: float | None = None  # the check's process at its largest (what it shares with the warm worker included)
 
     @property
     def run_id(self) -> str:
@@ -94,6 +98,7 @@ def outcome_of(result: CheckResult, run_dir: Path | str, seconds: float, where: 
         max_abs=float(worst.max_abs) if worst is not None else None,
         symptoms=tuple(s.value for s in worst.symptoms) if worst is not None else (),
         where=where,
+        peak_rss_mb=round(result.peak_rss_mb, 1) if result.peak_rss_mb is not None else None,
     )
 
 

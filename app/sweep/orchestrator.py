@@ -3,12 +3,18 @@
 The order of effects for each job is what makes a killed sweep resumable: the job is marked running
 (with its run directory) before it is handed out, and its outcome is committed to the state file before
 anything else looks at it; the app's run list learns of it afterwards.
+
+Zoo jobs (app.sweep.sources) add two steps. PyTorch's own check of each finished job is computed from its
+stored arrays and kept beside our verdict (a job whose check was lost to a kill gets it on the next run).
+A zoo program that ends in an error as a whole (one op_db sample whose compile fails, say) is split into
+its parts, one sample each, which run as jobs of their own, so that one sample hides nothing else.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import sys
 import time
@@ -24,13 +30,20 @@ from app.store import DONE as RUN_DONE
 from app.store import RunRecord, RunStore
 from app.sweep import bugs as bug_rules
 from app.sweep import matrix, registry, report
-from app.sweep.corpus import Corpus, find_programs
+from app.sweep.corpus import Corpus, CorpusError, Program, find_programs, split
 from app.sweep.jobs import LIMITS, JobOutcome, JobSpec, job_key
+from app.sweep.pytorch_check import SAME, UNAVAILABLE, PyTorchCheck, harness_rule
+from app.sweep.sources.registry import is_zoo
 from app.sweep.progress import SweepProgress, duration
 from app.sweep.state import DONE, QUEUED, BugRow, JobRow, SweepState
 from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, Pool, write_minimization
 
 MINIMIZED_DIR = "minimized"
+# a zoo program that ends in one of these errors as a whole is split into its parts (one sample each); a
+# snippet or options error (its samples cannot be made, a package is missing), or an internal one (a bug of
+# ours), would end every part the same way
+SPLIT_ERRORS = ("compile", "eager", "crash", "timeout", "memory")
+_SAMPLE = re.compile(r"\['(?:sample|input)\[(\d+)\]'\]")  # a zoo leaf's sample: out['sample[3]'], input args[0]['sample[3]'][1]
 
 
 @dataclass(frozen=True)
@@ -85,23 +98,33 @@ def plan(config: SweepConfig) -> tuple[list[JobSpec], Corpus, int]:
     cells = matrix.cells(config.axes)
     specs: list[JobSpec] = []
     for program in corpus.programs:
-        for cell in cells:
-            # the program's own .toml options, then the options given outright, then the matrix
-            options = cell.apply({**program.options, **config.base_options})
-            path = str(program.path)
-            specs.append(JobSpec(job_key(path, options), path, program.source, options, cell.label, len(specs)))
+        specs.extend(_program_specs(program, config, cells, len(specs)))
     return specs, corpus, len(cells)
+
+
+def _program_specs(program: Program, config: SweepConfig, cells: Sequence[matrix.Cell], start: int, label: str = "") -> list[JobSpec]:
+    specs = []
+    for cell in cells if not label else [c for c in cells if c.label == label]:
+        # the program's own .toml options, then the options given outright, then the matrix
+        options = cell.apply({**program.options, **config.base_options})
+        path = str(program.path)
+        accuracy = program.accuracy
+        if accuracy is not None and accuracy.kind == SAME and options.backward:
+            accuracy = harness_rule(backward=True)  # the harness's training tolerance
+        specs.append(JobSpec(job_key(path, options), path, program.source, options, cell.label, start + len(specs), accuracy, program.info))
+    return specs
 
 
 def default_sweep_dir(config: SweepConfig) -> Path:
     """The same command names the same directory, so running it again resumes."""
     identity = {
-        "paths": [str(Path(p).expanduser().resolve()) for p in config.paths],
+        "paths": [p if is_zoo(p) else str(Path(p).expanduser().resolve()) for p in config.paths],
         "axes": [[a.key, list(a.values)] for a in config.axes],
         "options": {k: v for k, v in config.base_options.items() if k not in LIMITS},  # --timeout 900 resumes the same sweep
     }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    stem = Path(config.paths[0]).expanduser().resolve().name if config.paths else "sweep"
+    first = config.paths[0] if config.paths else "sweep"
+    stem = re.sub(r"[^\w.+-]+", "-", first).strip("-")[:40] if is_zoo(first) else Path(first).expanduser().resolve().name
     return registry.sweeps_root() / f"{stem.removesuffix('.py') or 'sweep'}-{digest}"
 
 
@@ -126,9 +149,14 @@ def run_sweep(config: SweepConfig, progress: SweepProgress | None = None, pool: 
         for line in corpus.skipped[:5]:
             progress.note(f"  skipped {line[:200]}")
         invocation = _Invocation(config, state, progress, pool, sweep_dir.name)
+        invocation.programs = {str(p.path): p for p in corpus.programs}
         try:
             if todo:
                 invocation.checks(todo)
+            parts = invocation.split_errors(specs)
+            specs = specs + parts
+            keys = [s.key for s in specs]
+            invocation.backfill_pytorch_checks(specs)
             if config.minimize:
                 invocation.bugs([s for s in specs if s.key in _divergent_keys(state, keys)])
         finally:
@@ -160,6 +188,8 @@ class _Invocation:
         self._running: set[str] = set()
         self._store: RunStore | None = RunStore()
         self._specs: dict[str, JobSpec] = {}  # by key: the jobs this invocation planned
+        self.programs: dict[str, Program] = {}  # by path: the corpus's programs, and the parts split off them
+        self._pytorch_warned = False
 
     @property
     def pool(self) -> Pool:
@@ -200,7 +230,62 @@ class _Invocation:
         self._running.discard(spec.key)
         self.ran += 1
         self._record_run(spec, outcome)
-        self.progress.job_done(spec, outcome)
+        pytorch = self._pytorch_check(spec, outcome.run_dir)
+        self.progress.job_done(spec, outcome, pytorch.status if pytorch is not None else None)
+
+    # -- PyTorch's own check, beside ours --
+    def _pytorch_check(self, spec: JobSpec, run_dir: str) -> PyTorchCheck | None:
+        if spec.accuracy is None:
+            return None
+        from app.sweep.pytorch_check import judge  # imports torch: only sweeps with zoo jobs pay for it
+
+        program = self.programs.get(spec.program)
+        try:
+            reference = program.pytorch_reference() if program is not None and program.pytorch_reference is not None else None
+            check = judge(spec.accuracy, run_dir, reference)
+        except Exception as exc:  # a bug of ours must not stop the sweep; the row says what happened
+            check = PyTorchCheck(spec.accuracy.describe(), UNAVAILABLE, note=f"PyTorch's check failed here: {type(exc).__name__}: {exc}")
+            if not self._pytorch_warned:
+                self.progress.note(f"note: PyTorch's check could not be computed for {spec.name} ({type(exc).__name__}: {exc}); the sweep carries on")
+                self._pytorch_warned = True
+        self.state.set_pytorch(spec.key, check)
+        return check
+
+    def backfill_pytorch_checks(self, specs: Sequence[JobSpec]) -> None:
+        """Finished zoo jobs without PyTorch's check (the sweep stopped between the two, or adopted the job)."""
+        rows = {r.key: r for r in self.state.jobs([s.key for s in specs])}
+        missing = [s for s in specs if s.accuracy is not None and rows[s.key].status == DONE and rows[s.key].pytorch is None and rows[s.key].run_dir]
+        if missing:
+            self.progress.note(f"PyTorch's own check for {len(missing)} finished job{'s' if len(missing) != 1 else ''} that lack it")
+        for spec in missing:
+            self._pytorch_check(spec, rows[spec.key].run_dir or "")
+
+    # -- zoo programs that ended in an error as a whole --
+    def split_errors(self, specs: Sequence[JobSpec]) -> list[JobSpec]:
+        """Run the parts of every zoo program whose job ended in an error as a whole; their specs (run or not)."""
+        rows = {r.key: r for r in self.state.jobs([s.key for s in specs])}
+        failed = [s for s in specs if rows[s.key].status == DONE and rows[s.key].error_kind in SPLIT_ERRORS
+                  and (program := self.programs.get(s.program)) is not None and program.parts is not None]
+        if not failed:
+            return []
+        cells = matrix.cells(self.config.axes)
+        parts: list[JobSpec] = []
+        for spec in failed:
+            try:
+                programs = split(self.programs[spec.program])
+            except CorpusError as exc:
+                self.progress.note(f"{spec.name}: cannot be split into its samples ({exc})")
+                continue
+            for program in programs:
+                self.programs[str(program.path)] = program
+                parts.extend(_program_specs(program, self.config, cells, len(specs) + len(parts), label=spec.label))
+        todo = self.state.plan(parts, retry_errors=self.config.retry_errors)
+        if todo:
+            self.progress.note(f"{len(failed)} program{'s' if len(failed) != 1 else ''} ended in an error as a whole: "
+                               f"{len(todo)} of their {len(parts)} samples run one by one")
+            self.progress.more(len(todo))
+            self.checks(todo)
+        return parts
 
     def _record_run(self, spec: JobSpec, outcome: JobOutcome) -> None:
         """List the run in the app's store, so `?run=<id>` opens it like a run made in the app."""
@@ -261,9 +346,29 @@ class _Invocation:
                 self.state.set_representative(bug.id, spec.key)
 
     def _minimize_task(self, bug: BugRow, spec: JobSpec) -> MinimizeTask:
+        source, program = self._focus(spec)
         options = spec.options.replace(timeout_s=min(spec.options.timeout_s, 120.0))  # per candidate, as `divergence minimize`
-        return MinimizeTask(bug.id, spec.source, options, spec.program, self.state.dir / MINIMIZED_DIR / bug.id,
+        return MinimizeTask(bug.id, source, options, program, self.state.dir / MINIMIZED_DIR / bug.id,
                             self.config.minimize_budget_s, self.config.shrinkray, self.config.ablation)
+
+    def _focus(self, spec: JobSpec) -> tuple[str, str]:
+        """What to minimize for a divergent job: a zoo program of many samples narrows to the sample that diverges
+        first (its part), since the samples are made inside op_db where no source edit can reach them."""
+        program = self.programs.get(spec.program)
+        row = next(iter(self.state.jobs([spec.key])), None)
+        match = _SAMPLE.search(row.worst_leaf or "") if row is not None else None
+        if program is None or program.parts is None or match is None:
+            return spec.source, spec.program
+        try:
+            parts = split(program)
+        except CorpusError:
+            return spec.source, spec.program
+        sample = int(match.group(1))
+        part = next((p for p in parts if p.info.get("sample") == sample), None)
+        if part is None:
+            return spec.source, spec.program
+        self.progress.note(f"{spec.name}: minimizing its first divergent sample alone ({part.path.name})")
+        return part.source, str(part.path)
 
     def _minimize_started(self, task: MinimizeTask) -> None:
         self.state.start_bug(task.bug)
@@ -288,6 +393,9 @@ def make_pool(config: SweepConfig) -> Pool:
 def print_summary(summary: SweepSummary, stream: Any = None) -> None:
     stream = stream or sys.stdout
     print(report.table_text(list(summary.jobs), list(summary.bugs)), file=stream)
+    disagreements = report.disagreement_text(list(summary.jobs))
+    if disagreements:
+        print("\n" + disagreements, file=stream)
     counts = summary.counts
     shown = " · ".join(f"{counts[v]} {v}" for v in report.verdict_order() if counts.get(v))
     print(f"\n{len(summary.jobs)} jobs: {shown}; {summary.ran} checked now in {duration(summary.elapsed_s)}", file=stream)

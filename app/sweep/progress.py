@@ -53,19 +53,27 @@ class SweepProgress:
         self._clear()
         print(text, file=self.stream, flush=True)
 
+    def more(self, jobs: int) -> None:
+        """Jobs added while the sweep runs (the parts of a zoo program that ended in an error as a whole)."""
+        self.total += jobs
+
     def job_started(self) -> None:
         if self._started is None:
             self._started = time.monotonic()
 
-    def job_done(self, spec: JobSpec, outcome: JobOutcome) -> None:
+    def job_done(self, spec: JobSpec, outcome: JobOutcome, pytorch: str | None = None) -> None:
+        """`pytorch`: PyTorch's own check of the job (pass, fail, n/a), for zoo jobs."""
         self.done += 1
         self._finished_now += 1
         self.counts[outcome.verdict.value] += 1
         if self.quiet:
             return
-        what = f"{outcome.verdict.value:<14} {spec.name}{' ' + spec.label if spec.label else ''} ({outcome.seconds:.1f} s)"
+        what = f"{outcome.verdict.value:<14} {spec.name}{' ' + spec.label if spec.label else ''} ({outcome.seconds:.1f} s"
+        what += f", {outcome.peak_rss_mb:.0f} MB)" if outcome.peak_rss_mb is not None else ")"
         if outcome.error_kind:
             what += f" [{outcome.error_kind}]"
+        if pytorch is not None:
+            what += f" PyTorch's check: {pytorch}"
         if self.live:
             if outcome.verdict in (Verdict.DIVERGENT, Verdict.ERROR):
                 self.note(f"  {what}")

@@ -2,7 +2,9 @@
 
 The HTML report needs nothing beside it (no scripts or styles fetched, no run directories), so a CI job
 can keep it as an artifact: verdict counts as a bar, the bugs with their minimized repros, and every job
-with its explanation, filterable by text and verdict.
+with its explanation, filterable by text and verdict. Where jobs carry PyTorch's own check (zoo jobs),
+every view shows it beside our verdict, with the table of where the two disagree: per job, and per leaf
+(an op_db job's leaves are its samples).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from app.sweep.jobs import SEVERITY_ORDER
+from app.sweep.pytorch_check import FAIL, PASS, UNAVAILABLE, disagrees
 from app.sweep.state import DONE, BugRow, JobRow, SweepState
 
 JSON_FILE = "sweep.json"
@@ -40,9 +43,11 @@ def ulp_text(row: JobRow) -> str:
 
 def table_text(rows: Sequence[JobRow], bugs: Sequence[BugRow] = (), limit: int = TABLE_ROWS) -> str:
     """The end-of-sweep table: the most severe jobs first; the rest are counted, and all are in sweep.json."""
-    header = ("verdict", "program", "options", "worst leaf", "max ULP", "s", "run")
+    pytorch = any(r.pytorch is not None for r in rows)
+    header = ("verdict", "program", "options", "worst leaf", "max ULP", "s", "peak MB") + (("PyTorch's check",) if pytorch else ()) + ("run",)
     body = [
-        (r.verdict or r.status, r.name, r.label or "-", (r.worst_leaf or "-")[:28], ulp_text(r), f"{r.seconds:.1f}" if r.seconds is not None else "-", r.run_id or "-")
+        (r.verdict or r.status, r.name, r.label or "-", (r.worst_leaf or "-")[:28], ulp_text(r), f"{r.seconds:.1f}" if r.seconds is not None else "-",
+         f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-") + ((pytorch_text(r),) if pytorch else ()) + (r.run_id or "-",)
         for r in rows[:limit]
     ]
     widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
@@ -55,6 +60,89 @@ def table_text(rows: Sequence[JobRow], bugs: Sequence[BugRow] = (), limit: int =
     return "\n".join(lines)
 
 
+def pytorch_text(row: JobRow) -> str:
+    """PyTorch's check of a job in a few words: pass, fail (n of m leaves), n/a, or - where it does not apply."""
+    if row.pytorch is None:
+        return "-"
+    detail = row.pytorch_detail
+    if row.pytorch == FAIL and detail is not None:
+        return f"fail ({len(detail.failed)}/{detail.compared})"
+    return row.pytorch + (" !" if disagrees(row.verdict, row.pytorch) else "")
+
+
+def crosstabs(rows: Sequence[JobRow]) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """Our verdict against PyTorch's check, counted over jobs and over leaves (samples): (ours, theirs) -> count."""
+    jobs: dict[tuple[str, str], int] = {}
+    leaves: dict[tuple[str, str], int] = {}
+    for r in rows:
+        if r.pytorch is None or r.status != DONE:
+            continue
+        key = (r.verdict or "?", r.pytorch)
+        jobs[key] = jobs.get(key, 0) + 1
+        for pair, n in (r.pytorch_detail.crosstab.items() if r.pytorch_detail is not None else ()):
+            ours, _, theirs = pair.partition("|")
+            leaves[(ours, theirs)] = leaves.get((ours, theirs), 0) + n
+    return jobs, leaves
+
+
+PYTORCH_COLUMNS = (PASS, FAIL, UNAVAILABLE)
+
+
+def crosstab_rows(counts: dict[tuple[str, str], int]) -> list[tuple[str, tuple[int, ...]]]:
+    """A cross table's rows, most severe verdict first: (our verdict, counts by PyTorch's PYTORCH_COLUMNS)."""
+    verdicts = [v for v in verdict_order() if any(k[0] == v for k in counts)]
+    return [(v, tuple(counts.get((v, c), 0) for c in PYTORCH_COLUMNS)) for v in verdicts]
+
+
+def disagreeing(rows: Sequence[JobRow]) -> list[JobRow]:
+    """Jobs where one side flags and the other does not, or whose leaves do (a job PyTorch fails on one sample
+    we call benign, and another we call divergent that it passes, disagrees twice inside and not as a whole)."""
+    found = []
+    for r in rows:
+        if r.pytorch is None or r.status != DONE:
+            continue
+        inside = r.pytorch_detail is not None and bool(r.pytorch_detail.disagreements)
+        if disagrees(r.verdict, r.pytorch) or inside:
+            found.append(r)
+    return found
+
+
+def _grid(counts: dict[tuple[str, str], int], what: str) -> list[str]:
+    table = crosstab_rows(counts)
+    width = max([len(what)] + [len(v) for v, _ in table])
+    lines = [f"  {what:<{width}}  " + "  ".join(f"{c:>5}" for c in PYTORCH_COLUMNS)]
+    lines += [f"  {v:<{width}}  " + "  ".join(f"{n:>5}" for n in counts_) for v, counts_ in table]
+    return lines
+
+
+def disagreement_text(rows: Sequence[JobRow], limit: int = TABLE_ROWS) -> str:
+    """PyTorch's own check beside ours: the two cross tables, then the jobs where they disagree."""
+    jobs, leaves = crosstabs(rows)
+    if not jobs:
+        return ""
+    rules = sorted({r.pytorch_detail.rule for r in rows if r.pytorch_detail is not None})
+    lines = ["PyTorch's own check beside ours (" + "; ".join(rules) + ")", "jobs (ours by row, PyTorch's by column):"]
+    lines += _grid(jobs, "our verdict")
+    if leaves:
+        lines += ["leaves (each sample's outputs, in op_db and module_db jobs):"] + _grid(leaves, "our verdict")
+    found = disagreeing(rows)
+    if not found:
+        lines.append("no disagreement: where one flags, so does the other")
+        return "\n".join(lines)
+    lines.append(f"where they disagree ({len(found)} jobs; ours `divergent` where PyTorch's passes: it misses a bug; ours anything else where it fails: it flags noise, or a drift ours explains):")
+    for r in found[:limit]:
+        detail = r.pytorch_detail
+        example = ""
+        if detail is not None and detail.disagreements:
+            leaf, ours, theirs = detail.disagreements[0]
+            more = len(detail.disagreements) - 1
+            example = f"  e.g. {leaf}: ours {ours}, PyTorch's {theirs}" + (f" (+{more} more)" if more else "")
+        lines.append(f"  {r.verdict:<14} PyTorch's {pytorch_text(r):<12} {r.name}{' [' + r.label + ']' if r.label else ''}{example}")
+    if len(found) > limit:
+        lines.append(f"  ... and {len(found) - limit} more: all are in {JSON_FILE}")
+    return "\n".join(lines)
+
+
 def write_json(state: SweepState, path: Path | None = None) -> Path:
     path = path or state.dir / JSON_FILE
     data = {
@@ -62,6 +150,7 @@ def write_json(state: SweepState, path: Path | None = None) -> Path:
         "written": time.time(),
         "meta": state.meta(),
         **summary(state),
+        "pytorch_check": _crosstab_json(state.by_severity()),
         "jobs": [r.to_json() for r in state.by_severity()],
         "bugs": [b.to_json() for b in state.bugs()],
     }
@@ -69,6 +158,14 @@ def write_json(state: SweepState, path: Path | None = None) -> Path:
     tmp.write_text(json.dumps(data, indent=1, default=str))
     tmp.replace(path)
     return path
+
+
+def _crosstab_json(rows: Sequence[JobRow]) -> dict[str, Any] | None:
+    jobs, leaves = crosstabs(rows)
+    if not jobs:
+        return None
+    return {"jobs": {f"{o}|{t}": n for (o, t), n in jobs.items()}, "leaves": {f"{o}|{t}": n for (o, t), n in leaves.items()},
+            "disagreeing_jobs": [r.key for r in disagreeing(rows)]}
 
 
 def write_html(state: SweepState, path: Path | None = None) -> Path:
@@ -90,7 +187,9 @@ def render_html(state: SweepState) -> str:
     boxes = "".join(
         f'<label><input type="checkbox" class="vf" value="{v}" checked onchange="f()"> {v}</label> ' for v in totals["counts"]
     )
-    job_rows = "\n".join(_job_row(r) for r in rows)
+    pytorch = any(r.pytorch is not None for r in rows)
+    job_rows = "\n".join(_job_row(r, pytorch) for r in rows)
+    agreement = _agreement_html(rows)
     bug_rows = "\n".join(_bug_row(b, state) for b in bugs) or '<p class="muted">No bugs grouped: run the sweep with --minimize to group divergent jobs by bug and minimize each.</p>'
     command = html.escape(" ".join(meta.get("command", [])) or "divergence sweep")
     return f"""<!doctype html>
@@ -108,9 +207,10 @@ details summary {{ cursor: pointer; }}
 <div class="bar">{bar}</div><p>{legend}</p>
 <h2>Bugs</h2>
 {bug_rows}
+{agreement}
 <h2>Jobs</h2>
 <p><input id="q" placeholder="filter by program, options or explanation" size="50" oninput="f()"> {boxes}</p>
-<table id="jobs"><thead><tr><th>verdict</th><th>program</th><th>options</th><th>worst leaf</th><th>max ULP</th><th>s</th><th>run</th><th>explanation</th></tr></thead>
+<table id="jobs"><thead><tr><th>verdict</th><th>program</th><th>options</th><th>worst leaf</th><th>max ULP</th><th>s</th><th>peak MB</th>{"<th>PyTorch's check</th>" if pytorch else ""}<th>run</th><th>explanation</th></tr></thead>
 <tbody>
 {job_rows}
 </tbody></table>
@@ -128,16 +228,46 @@ function f() {{
 """
 
 
-def _job_row(r: JobRow) -> str:
+def _job_row(r: JobRow, pytorch: bool = False) -> str:
     verdict = r.verdict if r.status == DONE else r.status
     colour = VERDICT_COLOURS.get(verdict or "", "#999")
     kind = f" ({html.escape(r.error_kind)})" if r.error_kind else ""
+    theirs = ""
+    if pytorch:
+        title = html.escape(r.pytorch_detail.rule + (": " + r.pytorch_detail.note if r.pytorch_detail.note else "")) if r.pytorch_detail else ""
+        theirs = f'<td title="{title}">{html.escape(pytorch_text(r))}</td>'
     return (
         f'<tr data-v="{html.escape(verdict or "")}"><td class="v" style="color:{colour}">{html.escape(verdict or "")}{kind}</td>'
         f'<td title="{html.escape(r.program)}">{html.escape(r.name)}</td><td>{html.escape(r.label or "-")}</td>'
         f'<td>{html.escape(r.worst_leaf or "-")}</td><td>{ulp_text(r)}</td><td>{f"{r.seconds:.1f}" if r.seconds is not None else "-"}</td>'
+        f'<td>{f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-"}</td>{theirs}'
         f'<td><code>{html.escape(r.run_id or "-")}</code></td><td>{html.escape(r.explanation or "")}</td></tr>'
     )
+
+
+def _agreement_html(rows: Sequence[JobRow]) -> str:
+    """PyTorch's check beside ours: the cross tables and the disagreeing jobs ('' without zoo jobs)."""
+    jobs, leaves = crosstabs(rows)
+    if not jobs:
+        return ""
+
+    def grid(counts: dict[tuple[str, str], int], what: str) -> str:
+        head = "".join(f"<th>PyTorch's {c}</th>" for c in PYTORCH_COLUMNS)
+        body = "".join(f"<tr><td>{v}</td>" + "".join(f"<td>{n}</td>" for n in row) + "</tr>" for v, row in crosstab_rows(counts))
+        return f"<table style=\"width:auto;display:inline-table;margin-right:2em\"><thead><tr><th>{what}</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    found = disagreeing(rows)
+    items = "".join(
+        f"<tr><td>{html.escape(r.verdict or '')}</td><td>{html.escape(pytorch_text(r))}</td><td>{html.escape(r.name)}</td>"
+        f"<td>{html.escape('; '.join(f'{leaf}: ours {o}, theirs {t}' for leaf, o, t in (r.pytorch_detail.disagreements if r.pytorch_detail else ())[:3]))}</td></tr>"
+        for r in found
+    )
+    rules = "; ".join(sorted({r.pytorch_detail.rule for r in rows if r.pytorch_detail is not None}))
+    listing = (f"<table><thead><tr><th>ours</th><th>PyTorch's</th><th>program</th><th>leaves</th></tr></thead><tbody>{items}</tbody></table>"
+               if found else "<p>No disagreement: where one flags, so does the other.</p>")
+    return (f"<h2>PyTorch's own check beside ours</h2><p class=\"muted\">{html.escape(rules)}</p>"
+            f"{grid(jobs, 'jobs: ours')}{grid(leaves, 'leaves: ours') if leaves else ''}"
+            f"<h3>Where they disagree ({len(found)} jobs)</h3>{listing}")
 
 
 def _bug_row(b: BugRow, state: SweepState) -> str:

@@ -8,6 +8,9 @@ job whose check wrote its result before that is adopted as done, the others go b
 
 Bugs (the divergent jobs grouped by what diverges, see app.sweep.bugs) and their minimizations live in
 a second table.
+
+Columns added since the first state files (peak memory, PyTorch's own check, a zoo job's info) are added
+to an older file when a sweep opens it, and read as empty from one no sweep has opened since.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any, Sequence
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.result import RESULT_FILE, CheckResult
 from app.sweep.jobs import SEVERITY_ORDER, JobOutcome, JobSpec, outcome_of
+from app.sweep.pytorch_check import PyTorchCheck
 
 STATE_FILE = "sweep.sqlite"
 LOCK_FILE = ".lock"
@@ -53,7 +57,12 @@ CREATE TABLE IF NOT EXISTS jobs (
     where_ran TEXT,
     started REAL,
     finished REAL,
-    bug TEXT
+    bug TEXT,
+    -- added after the first state files (see _ADDED)
+    peak_rss_mb REAL,
+    pytorch TEXT,
+    pytorch_detail TEXT,
+    info TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 CREATE TABLE IF NOT EXISTS bugs (
@@ -69,6 +78,10 @@ CREATE TABLE IF NOT EXISTS bugs (
     finished REAL
 );
 """
+
+
+# columns of `jobs` that state files made before them lack: (name, SQL type)
+_ADDED = (("peak_rss_mb", "REAL"), ("pytorch", "TEXT"), ("pytorch_detail", "TEXT"), ("info", "TEXT"))
 
 
 class SweepBusy(RuntimeError):
@@ -95,6 +108,10 @@ class JobRow:
     where_ran: str | None
     finished: float | None
     bug: str | None
+    peak_rss_mb: float | None = None
+    pytorch: str | None = None  # PyTorch's own check: pass, fail, n/a; None where it does not apply (not a zoo job)
+    pytorch_detail: PyTorchCheck | None = None
+    info: dict[str, Any] | None = None  # a zoo job's op, dtype, PyTorch's lists, ...
 
     @property
     def name(self) -> str:
@@ -108,6 +125,7 @@ class JobRow:
         data = dict(self.__dict__)
         data["symptoms"] = list(self.symptoms)
         data["run_id"] = self.run_id
+        data["pytorch_detail"] = self.pytorch_detail.to_json() if self.pytorch_detail is not None else None
         return data
 
 
@@ -152,6 +170,7 @@ class SweepState:
             self._lock_fd = fd
             if not self.path.exists():
                 self._create()
+            self._migrate()
         elif not self.path.exists():
             raise FileNotFoundError(f"no sweep in {self.dir} (no {STATE_FILE})")
 
@@ -168,6 +187,13 @@ class SweepState:
         finally:
             conn.close()  # the last connection's close folds the WAL back in: nothing beside the file to rename
         os.replace(fresh, self.path)
+
+    def _migrate(self) -> None:
+        """Add the columns an older state file lacks (the sweep holds the lock: nobody else writes)."""
+        have = {row["name"] for row in self._rows("PRAGMA table_info(jobs)")}
+        for name, kind in _ADDED:
+            if name not in have:
+                self._write(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         if self._lock_fd is not None:
@@ -238,19 +264,21 @@ class SweepState:
             with conn:
                 for spec in specs:
                     row = have.get(spec.key)
+                    info = json.dumps(dict(spec.info)) if spec.info else None
                     if row is None:
                         conn.execute(
-                            "INSERT INTO jobs (key, position, program, label, options, source_sha, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (spec.key, spec.position, spec.program, spec.label, json.dumps(spec.options.to_json()), spec.source_sha, PENDING),
+                            "INSERT INTO jobs (key, position, program, label, options, source_sha, status, info) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (spec.key, spec.position, spec.program, spec.label, json.dumps(spec.options.to_json()), spec.source_sha, PENDING, info),
                         )
                         todo.append(spec)
                         continue
                     redo = row["status"] != DONE or row["source_sha"] != spec.source_sha or (retry_errors and row["verdict"] == Verdict.ERROR.value)
                     # the limits are not part of the key: keep the ones this run was given
-                    conn.execute("UPDATE jobs SET position = ?, label = ?, options = ? WHERE key = ?",
-                                 (spec.position, spec.label, json.dumps(spec.options.to_json()), spec.key))
+                    conn.execute("UPDATE jobs SET position = ?, label = ?, options = ?, info = ? WHERE key = ?",
+                                 (spec.position, spec.label, json.dumps(spec.options.to_json()), info, spec.key))
                     if redo:
-                        conn.execute("UPDATE jobs SET status = ?, source_sha = ?, bug = NULL WHERE key = ?", (PENDING, spec.source_sha, spec.key))
+                        conn.execute("UPDATE jobs SET status = ?, source_sha = ?, bug = NULL, pytorch = NULL, pytorch_detail = NULL WHERE key = ?",
+                                     (PENDING, spec.source_sha, spec.key))
                         todo.append(spec)
         finally:
             conn.close()
@@ -280,10 +308,15 @@ class SweepState:
     def finish(self, key: str, outcome: JobOutcome) -> None:
         self._write(
             "UPDATE jobs SET status = ?, verdict = ?, error_kind = ?, explanation = ?, worst_leaf = ?, worst_ulp = ?, max_abs = ?,"
-            " symptoms = ?, seconds = ?, run_dir = ?, where_ran = ?, finished = ?, bug = NULL WHERE key = ?",
+            " symptoms = ?, seconds = ?, run_dir = ?, where_ran = ?, finished = ?, bug = NULL, peak_rss_mb = ?, pytorch = NULL,"
+            " pytorch_detail = NULL WHERE key = ?",
             (DONE, outcome.verdict.value, outcome.error_kind, outcome.explanation, outcome.worst_leaf, outcome.worst_ulp, outcome.max_abs,
-             json.dumps(list(outcome.symptoms)), outcome.seconds, outcome.run_dir, outcome.where, time.time(), key),
+             json.dumps(list(outcome.symptoms)), outcome.seconds, outcome.run_dir, outcome.where, time.time(), outcome.peak_rss_mb, key),
         )
+
+    def set_pytorch(self, key: str, check: PyTorchCheck) -> None:
+        """PyTorch's own check of a finished job, beside our verdict."""
+        self._write("UPDATE jobs SET pytorch = ?, pytorch_detail = ? WHERE key = ?", (check.status, check.dumps(), key))
 
     def unstart(self, key: str) -> None:
         """A job handed out but not finished (the sweep is stopping): pending again, its partial run forgotten."""
@@ -364,5 +397,13 @@ def _job(row: sqlite3.Row) -> JobRow:
         worst_leaf=row["worst_leaf"], worst_ulp=row["worst_ulp"], max_abs=row["max_abs"],
         symptoms=tuple(json.loads(row["symptoms"] or "[]")), seconds=row["seconds"], run_dir=row["run_dir"],
         where_ran=row["where_ran"], finished=row["finished"], bug=row["bug"],
+        peak_rss_mb=_column(row, "peak_rss_mb"), pytorch=_column(row, "pytorch"),
+        pytorch_detail=PyTorchCheck.from_json(json.loads(detail)) if (detail := _column(row, "pytorch_detail")) else None,
+        info=json.loads(info) if (info := _column(row, "info")) else None,
     )
+
+
+def _column(row: sqlite3.Row, name: str) -> Any:
+    """A column added after the first state files: None in a file no sweep has opened since (the app reads old ones)."""
+    return row[name] if name in row.keys() else None
 

@@ -2,7 +2,8 @@
 
 It only reads: a sweep's state file (SQLite in WAL mode, so a sweep that is still running keeps writing
 while the page reads it) and its minimized repros. Each job's run opens on the check page (`?run=<id>`),
-where the sweep listed it in the app's run store.
+where the sweep listed it in the app's run store. A sweep of zoo jobs also shows PyTorch's own check beside
+ours: a column of the job table, the cross table of the two, and a filter for the jobs where they disagree.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.sweep.registry import list_sweeps, sweeps_root
-from app.sweep.report import VERDICT_COLOURS, summary, ulp_text, verdict_order
+from app.sweep.report import PYTORCH_COLUMNS, VERDICT_COLOURS, crosstab_rows, crosstabs, disagreeing, pytorch_text, summary, ulp_text, verdict_order
 from app.sweep.state import DONE, SweepState
 
 REFRESH_S = 3.0
@@ -93,6 +94,10 @@ def _sweep(state: SweepState, running: bool) -> None:
         for b in bugs:
             if b.repro and Path(b.repro).is_file():
                 st.download_button(f"repro.py of bug {b.id}", Path(b.repro).read_text(), file_name=f"repro-{b.id}.py", key=f"repro:{b.id}")
+    pytorch = any(r.pytorch is not None for r in rows)
+    only_disagreeing: set[str] | None = None
+    if pytorch:
+        only_disagreeing = _pytorch_check(rows)
     st.markdown("#### Jobs")
     shown = [v for v in verdict_order() if v in counts]
     pick, text = st.columns([2, 1])
@@ -106,16 +111,38 @@ def _sweep(state: SweepState, running: bool) -> None:
             "worst leaf": r.worst_leaf or "",
             "max ULP": ulp_text(r),
             "seconds": r.seconds,
+            "peak MB": r.peak_rss_mb,
+            **({"PyTorch's check": pytorch_text(r)} if pytorch else {}),
             "where": r.where_ran or "",
             "run": f"./?run={r.run_id}" if r.status == DONE and r.run_id else None,
             "explanation": r.explanation or "",
         }
         for r in rows
         if (r.verdict if r.status == DONE else r.status) in verdicts and (not needle or needle in f"{r.program} {r.label}".lower())
+        and (only_disagreeing is None or r.key in only_disagreeing)
     ]
     st.caption(f"{len(table)} of {len(rows)} jobs, the most severe first; a run opens on the check page")
     st.dataframe(
         table, hide_index=True, width="stretch", key="sweep_jobs",
         column_config={"run": st.column_config.LinkColumn("run", display_text="open run"),
-                       "seconds": st.column_config.NumberColumn("seconds", format="%.1f")},
+                       "seconds": st.column_config.NumberColumn("seconds", format="%.1f"),
+                       "peak MB": st.column_config.NumberColumn("peak MB", format="%.0f")},
     )
+
+
+def _pytorch_check(rows: list) -> set[str] | None:  # type: ignore[type-arg]
+    """PyTorch's own check beside ours: the cross table over jobs and leaves; the keys of the disagreeing jobs when
+    the user asks to see those alone (None: every job)."""
+    st.markdown("#### PyTorch's own check beside ours")
+    rules = sorted({r.pytorch_detail.rule for r in rows if r.pytorch_detail is not None})
+    st.caption("; ".join(rules))
+    jobs, leaves = crosstabs(rows)
+    columns = st.columns(2)
+    for column, (counts, what) in zip(columns, ((jobs, "jobs"), (leaves, "leaves (each sample's outputs, in op_db and module_db jobs)"))):
+        column.caption(what)
+        column.dataframe([{"our verdict": v, **{f"PyTorch's {c}": n for c, n in zip(PYTORCH_COLUMNS, row)}} for v, row in crosstab_rows(counts)],
+                         hide_index=True, key=f"sweep_crosstab_{what[:4]}")
+    found = disagreeing(rows)
+    if not st.checkbox(f"only the {len(found)} jobs where PyTorch's check and ours disagree", key="sweep_disagree"):
+        return None
+    return {r.key for r in found}
