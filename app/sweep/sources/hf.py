@@ -7,9 +7,10 @@ vocabulary; seconds per check, what tests use) or `base`: the shape of a real sm
 there is one (gpt2, bert-base, SmolLM-135M for Llama, t5-small, whisper-tiny, ...; the program names
 it), else the architecture's own shape scaled to 12 layers of 768 (the program says "scaled").
 
-Decoders run with `use_cache=False` by default: their outputs then carry no KV cache object, which the
-engine cannot compare yet (a `DynamicCache` is neither a tensor nor a container). `+cache` writes the
-programs with the cache on, separate files, for an engine that compares any output.
+Decoders run with `use_cache=False` by default: with the cache on, every decoder's KV-cache leaves are
+divergent on strides for one known reason (Inductor's `cat` decomposition keeps the key's transposed
+layout: the gallery's `cat_empty_stride`), which would hide whatever else a job has. `+cache` writes the
+programs with the cache on, separate files (the engine compares the `DynamicCache` as any object).
 
 The harness's rule is PyTorch's check for these jobs: `same(tol=1e-3)` against fp64 (huggingface.py's
 inference tolerance). The dtype is the sweep's `--dtype` (or a `--matrix dtype=none,bf16` axis): the
