@@ -40,6 +40,8 @@ class LeafResult:
     compiled_dtype: str | None = None
     stride: tuple[int, ...] | None = None
     compiled_stride: tuple[int, ...] | None = None
+    layout: str | None = None  # eager's tensor layout where not strided (`sparse_csr`, ...): its values are compared dense
+    compiled_layout: str | None = None
     numel: int = 0
     mismatches: int = 0  # elements whose bits differ
     max_abs: float = 0.0

@@ -77,6 +77,7 @@ DIFFERS = {
     Symptom.SHAPE: "shapes",
     Symptom.DTYPE: "dtypes",
     Symptom.TYPE: "output structure",
+    Symptom.LAYOUT: "tensor layouts",
     Symptom.MUTATION: "input mutations",
     Symptom.STRIDE: "strides",
     Symptom.NAN: "NaN elements",
@@ -120,6 +121,9 @@ def expected_actual(leaf: LeafResult) -> tuple[str, str]:
     if Symptom.SHAPE in symptoms or Symptom.DTYPE in symptoms:
         return (f"{call} returns `{leaf.name}` with eager's shape {list(leaf.shape or ())} and dtype `{leaf.dtype}`.",
                 f"It returns shape {list(leaf.compiled_shape or ())} and dtype `{leaf.compiled_dtype}`.")
+    if Symptom.LAYOUT in symptoms:
+        return (f"{call} returns `{leaf.name}` as eager's {leaf.layout or 'strided'} tensor.",
+                f"It returns a {leaf.compiled_layout or 'strided'} tensor{_and_values(leaf)}.")
     if Symptom.STRIDE in symptoms:
         return (f"{call} returns `{leaf.name}` with eager's strides {list(leaf.stride or ())}.",
                 f"It returns strides {list(leaf.compiled_stride or ())}{_and_values(leaf)}.")

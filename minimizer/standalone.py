@@ -105,6 +105,9 @@ def _prints(leaf: LeafResult, reference: bool) -> list[str]:
     if Symptom.SHAPE in symptoms or Symptom.DTYPE in symptoms:
         out.append('print("shape", tuple(eager.shape), "vs", tuple(compiled.shape), "| dtype", eager.dtype, "vs", compiled.dtype)')
         return out  # element-wise figures need equal shapes and dtypes
+    if Symptom.LAYOUT in symptoms:
+        out.append('print("layout: eager", eager.layout, "| compiled", compiled.layout)')
+        return out  # a sparse tensor and a dense one: element-wise figures would need to_dense() on one side
     if Symptom.STRIDE in symptoms:
         out.append('print("strides: eager", eager.stride(), "| compiled", compiled.stride())')
     if Symptom.NAN in symptoms:

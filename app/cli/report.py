@@ -28,7 +28,7 @@ def _row(leaf: LeafResult) -> tuple[str, ...]:
     mismatch = f"{leaf.mismatches}/{leaf.numel}" if leaf.numel else "-"
     special = f"{leaf.nan_mismatches}/{leaf.inf_mismatches}/{leaf.signed_zero_mismatches}"
     return (
-        leaf.name,
+        leaf.name + _layout(leaf),
         leaf.kind.value,
         shape,
         dtype,
@@ -40,6 +40,14 @@ def _row(leaf: LeafResult) -> tuple[str, ...]:
         leaf.verdict.value,
         leaf.witness.value if leaf.witness else "-",
     )
+
+
+def _layout(leaf: LeafResult) -> str:
+    """A sparse leaf says so by its name in the table (its figures are of its dense form); a strided one says nothing."""
+    if leaf.layout is None and leaf.compiled_layout is None:
+        return ""
+    eager, compiled = leaf.layout or "strided", leaf.compiled_layout or "strided"
+    return f" ({eager})" if eager == compiled else f" ({eager}→{compiled})"
 
 
 def table(leaves: tuple[LeafResult, ...]) -> str:

@@ -19,7 +19,7 @@ import torch
 from engine.child import casting, faithful, gradients
 from engine.child.errors import StageError, stage_error
 from engine.child.leaf_builder import LeafBuilder, StoredLeaf
-from engine.child.leaves import UncopyableInput, UnsupportedOutput, flatten, tensors_of
+from engine.child.leaves import UncopyableInput, UnsupportedOutput, dense, flatten, tensors_of
 from engine.child.reference import CallState, EagerRerun, Reference, fp64_reference
 from engine.child.seeding import drew, rng_states, seed_everything
 from engine.child.state import COPIED_PARAMETER_BYTES, StateGuard
@@ -219,7 +219,15 @@ def _inputs_changed(original: Any, copy: Any) -> bool:
         return True
     for (_, a), (_, b) in zip(before, after):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            if a.shape != b.shape or a.dtype != b.dtype or a.stride() != b.stride() or not bool(bitwise_equal(a.detach(), b.detach()).all()):
+            if a.shape != b.shape or a.dtype != b.dtype or a.layout != b.layout:
+                return True
+            # a sparse tensor has no strides: its values, in dense form, are what a run could have changed
+            if a.layout == torch.strided and a.stride() != b.stride():
+                return True
+            try:
+                if not bool(bitwise_equal(dense(a.detach()), dense(b.detach())).all()):
+                    return True
+            except UnsupportedOutput:  # a layout with no dense form: copy again; building its leaf says why it cannot be compared
                 return True
         elif type(a) is not type(b) or isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
             return True

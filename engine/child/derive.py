@@ -33,6 +33,8 @@ def derive(kind: str, args: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
 
     def apply(fn: Callable[[torch.Tensor], torch.Tensor | None]) -> Callable[[torch.Tensor], torch.Tensor]:
         def one(t: torch.Tensor) -> torch.Tensor:
+            if t.layout != torch.strided:  # strides, views and flat writes are a strided tensor's; a sparse one is kept
+                return t
             out = fn(t.detach())
             if out is None:
                 return t
@@ -107,6 +109,8 @@ def _odd_sizes(args: tuple[Any, ...], changed: list[bool]) -> tuple[Any, ...]:
     """
 
     def grow(t: torch.Tensor) -> torch.Tensor:
+        if t.layout != torch.strided:  # growing its indices too is another program: a sparse input is kept
+            return t
         out = t.detach()
         for dim, size in enumerate(t.shape):
             if size >= 2 and size % 2 == 0:

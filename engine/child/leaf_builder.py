@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from engine.child.leaves import ABSENT, flatten
+from engine.child.leaves import ABSENT, dense, flatten, layout_of
 from engine.judge import oracle
 from engine.judge.metrics import LOW_PRECISION, Operands, bitwise_equal, operands
 from engine.judge.summary import summarize
@@ -144,6 +144,11 @@ class LeafBuilder:
     ) -> None:
         full = self.prefix + name
         e_t, c_t, r_t = _as_tensor(e), _as_tensor(c), _as_tensor(r)
+        # a sparse tensor's values are compared in their dense form; its layout is a structural fact of its own,
+        # and it has no strides to compare
+        layout = layout_of(e_t) if e_t is not None else None
+        c_layout = layout_of(c_t) if c_t is not None else None
+        e_t, c_t, r_t = (dense(t) if t is not None else None for t in (e_t, c_t, r_t))
         if e_t is None or c_t is None:
             same = _same_leaf(e, c)
             if same and not extra:
@@ -156,12 +161,19 @@ class LeafBuilder:
             return
         shape, c_shape = tuple(e_t.shape), tuple(c_t.shape)
         dtype, c_dtype = _dtype_name(e_t.dtype), _dtype_name(c_t.dtype)
-        stride, c_stride = tuple(e_t.stride()), tuple(c_t.stride())
+        stride = None if layout else tuple(e_t.stride())
+        c_stride = None if c_layout else tuple(c_t.stride())
         if e_t.dtype in LOW_PRECISION or c_t.dtype in LOW_PRECISION:
             self.low_precision = True
-        common = dict(shape=shape, compiled_shape=c_shape, dtype=dtype, compiled_dtype=c_dtype, stride=stride, compiled_stride=c_stride, numel=e_t.numel())
+        common = dict(
+            shape=shape, compiled_shape=c_shape, dtype=dtype, compiled_dtype=c_dtype, stride=stride, compiled_stride=c_stride,
+            layout=layout, compiled_layout=c_layout, numel=e_t.numel(),
+        )
         structural = list(extra)
         problems = [detail] if detail else []
+        if layout != c_layout:
+            structural.append(Symptom.LAYOUT)
+            problems.append(_layout_kind_problem(layout, c_layout))
         if shape != c_shape:
             structural.append(Symptom.SHAPE)
             problems.append(f"shape {list(shape)} vs compiled {list(c_shape)}")
@@ -174,7 +186,7 @@ class LeafBuilder:
             return
         if e_t.device != c_t.device:
             c_t = c_t.to(e_t.device)
-        if oracle.significant_strides(e_t) != oracle.significant_strides(c_t):
+        if layout is None and c_layout is None and oracle.significant_strides(e_t) != oracle.significant_strides(c_t):
             structural.append(Symptom.STRIDE)
             problems.append(_layout_problem(e_t, c_t))
         ops = operands(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
@@ -189,6 +201,8 @@ class LeafBuilder:
             verdict = Verdict.DIVERGENT
             symptoms = (*structural, *symptoms)
             explanation = "; ".join(problems) + ("" if j.verdict is Verdict.MATCH else f"; values: {j.explanation}")
+        elif layout:
+            explanation = f"{explanation} ({layout} on both sides, compared in dense form)"
         stored = None
         if e_t.numel():
             stored = full
@@ -270,10 +284,19 @@ def _layout_problem(e: torch.Tensor, c: torch.Tensor) -> str:
     )
 
 
+def _layout_kind_problem(eager: str | None, compiled: str | None) -> str:
+    """Eager and compiled gave tensors of different layouts (a sparse one and a dense one): code that works on
+    one (`.indices()`, `.crow_indices()`, `.view()`) raises on the other, whatever the values."""
+    def kind(layout: str | None) -> str:
+        return f"a {layout} tensor" if layout else "a strided (dense) tensor"
+
+    return f"tensor layout differs: eager gives {kind(eager)}, compiled gives {kind(compiled)}; their values are compared in dense form"
+
+
 def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
-    if before.shape != after.shape or before.dtype != after.dtype:
+    if before.shape != after.shape or before.dtype != after.dtype or before.layout != after.layout:
         return True
-    return not bool(bitwise_equal(before.detach().cpu(), after.detach().cpu()).all())
+    return not bool(bitwise_equal(dense(before.detach()).cpu(), dense(after.detach()).cpu()).all())
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -90,6 +90,26 @@ def flatten(value: Any, prefix: str = "out") -> list[tuple[str, Any]]:
     return walker.leaves
 
 
+def layout_of(t: torch.Tensor) -> str | None:
+    """The tensor's layout by name (`sparse_csr`, `sparse_coo`, ...) where it is not the usual strided one, else None."""
+    return None if t.layout == torch.strided else str(t.layout).removeprefix("torch.")
+
+
+def dense(t: torch.Tensor) -> torch.Tensor:
+    """The tensor as a strided one with the same values: itself when strided, else its `to_dense()`.
+
+    A sparse (or other non-strided) tensor has no strides and no `is_contiguous`, and the comparison reads
+    elements by their bits; its values are compared in their dense form, and its layout separately, as a
+    structural fact (engine/child/leaf_builder.py). Call it where a leaf is first read as numbers.
+    """
+    if t.layout == torch.strided:
+        return t
+    try:
+        return t.detach().to_dense()
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        raise UnsupportedOutput(f"a {layout_of(t)} tensor cannot be made dense to be compared ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
 def tensors_of(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
     """The tensors anywhere inside `value` (objects' attributes included), by name."""
     return [(p, v) for p, v in flatten(value, prefix) if isinstance(v, torch.Tensor)]

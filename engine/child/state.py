@@ -23,6 +23,7 @@ from typing import Iterable
 
 import torch
 
+from engine.child.leaves import dense
 from engine.judge.metrics import bitwise_equal
 
 COPIED_PARAMETER_BYTES = 64 << 20  # parameters up to this size (all together) are copied; above, watched
@@ -42,6 +43,8 @@ class _Mark:
 
 
 def _mark(t: torch.Tensor, with_crc: bool) -> _Mark:
+    if t.layout != torch.strided:  # a sparse tensor has neither one data pointer nor strides: its values say it all
+        return _Mark(t._version, 0, tuple(t.shape), (), t.dtype, crc(dense(t)) if with_crc else None)
     return _Mark(t._version, t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, crc(t) if with_crc else None)
 
 
@@ -85,8 +88,8 @@ class StateGuard:
             old = self._marks[name]
             if name in self.before:
                 saved = self.before[name]
-                moved = tuple(t.shape) != tuple(saved.shape) or t.dtype != saved.dtype
-                if moved or not bool(bitwise_equal(saved, t.detach()).all()):
+                moved = tuple(t.shape) != tuple(saved.shape) or t.dtype != saved.dtype or t.layout != saved.layout
+                if moved or not bool(bitwise_equal(dense(saved), dense(t.detach())).all()):
                     found.append(name)
             elif _mark(t, with_crc=True) != old:
                 found.append(name)

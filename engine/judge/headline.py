@@ -41,6 +41,7 @@ class Headline:
 
 _STRUCTURE = {
     Symptom.SHAPE: "the shape", Symptom.DTYPE: "the dtype", Symptom.STRIDE: "the memory layout (strides)",
+    Symptom.LAYOUT: "the tensor layout (sparse or dense)",
     Symptom.NAN: "where NaNs are", Symptom.INF: "where infinities are", Symptom.SIGNED_ZERO: "the sign of zeros",
     Symptom.MUTATION: "which inputs or buffers are modified in place", Symptom.TYPE: "the kind or structure of the result",
 }

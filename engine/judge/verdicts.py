@@ -93,6 +93,7 @@ class Symptom(str, Enum):
     SHAPE = "shape"
     DTYPE = "dtype"
     STRIDE = "stride"
+    LAYOUT = "layout"  # one side gives a sparse (or other non-strided) tensor where the other gives another layout
     MUTATION = "mutation"  # an input or module state was mutated by one side only
     TYPE = "type"  # the leaf's Python type or the output structure differs
 
