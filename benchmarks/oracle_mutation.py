@@ -437,6 +437,21 @@ def _margins() -> None:
     for label, (stat, pick, threshold) in tests.items():
         leaf, counts = pick(benign, key=lambda lc: stat(lc[1]))
         print(f"  {label:28} {stat(counts):9.2f}  (threshold {threshold:g})  at {leaf[:90]}; k1 {counts.k1}, k2 {counts.k2}, worse {counts.worse}, better {counts.better}")
+    # the effect each test also needs (elements.ONE_SIDED), where its probability alone would fire: benign at most,
+    # faults at least
+    odds = {
+        "exactness k1 : k2": lambda c: c.k1 / max(c.k2, 1) if c.k1 >= elements.N_MIN and c.sign_log10p <= elements.SIGN_LOG10P else None,
+        "distance worse : better": lambda c: c.worse / max(c.better, 1) if c.worse >= elements.N_MIN and c.worse_log10p <= elements.SIGN_LOG10P else None,
+        "region odds : leaf's": lambda c: max(
+            (r.k1 * c.k2 / max(r.k2 * c.k1, 1) for r in c.regions if r.k1 >= elements.N_MIN and r.log10p <= elements.REGION_LOG10P), default=None),
+    }
+    print(f"\nthe effect each test needs besides its probability (threshold {elements.ONE_SIDED:g}), where the probability alone fires:")
+    for label, stat in odds.items():
+        ben = [(stat(c), leaf) for leaf, c in benign if stat(c) is not None]
+        bad = [(stat(c), leaf) for family, leaf, c in MARGINS if family != "benign" and stat(c) is not None]
+        top = f"benign at most {max(ben)[0]:.2f} ({max(ben)[1][:70]})" if ben else "no benign leaf"
+        low = f"faults at least {min(bad)[0]:.2f} ({min(bad)[1][:70]})" if bad else "no fault leaf"
+        print(f"  {label:28} {top}; {low}")
 
 
 def _judge_family_case(case: Any, compiled: Callable[..., Any], args: tuple[Any, ...], seed: int) -> tuple[dict[str, bool], str]:

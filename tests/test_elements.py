@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -118,3 +119,15 @@ def test_a_fault_where_eager_is_never_exact_is_found_by_distance_and_said_so():
     found = elements.find(m.elements)
     assert m.elements is not None and m.elements.k1 == 0 and found is not None and found.tests == ("distance",)
     assert found.sentence.startswith(f"over all {m.mismatches:,} differing elements of 4,096, compiled is further from the reference than eager in {m.mismatches:,}")
+
+
+def test_a_nearly_balanced_leaf_is_not_flagged_however_many_elements_it_has():
+    # hf:base Llama in bf16 (a real vocabulary, 6.3M logits): one hidden state feeds a whole row, so its
+    # elements are not independent and tiny imbalances reach any probability; a fault is one-sided
+    share = 670_781 / (670_781 + 646_509)
+    row = elements.Region("row", (0, 19), 49_152, 5_895, 4_693, 64, elements.log10_binomial_tail(5_895, 10_588, share) + math.log10(64))
+    balanced = elements.ElementCounts("bfloat16", 6_291_456, 670_781, 646_509, 2_845_679, 2_728_308, 335_000, 335_000, 0.5, 2470.0, None, (row,))
+    assert balanced.sign_log10p < elements.SIGN_LOG10P and balanced.worse_log10p < elements.SIGN_LOG10P and row.log10p < elements.REGION_LOG10P
+    assert elements.find(balanced) is None
+    one_sided = elements.Region("row", (0, 19), 49_152, 12_000, 4_693, 64, elements.log10_binomial_tail(12_000, 16_693, share) + math.log10(64))
+    assert elements.find(dataclasses.replace(balanced, regions=(one_sided,))).tests == ("row",)

@@ -85,6 +85,9 @@ def test_a_sweep_of_zoo_patterns_is_named_after_them_and_plans_their_programs(tm
     assert default_sweep_dir(config).name.startswith("hf-small-bert-gpt2-")  # the same wherever it is typed
     backward = plan(SweepConfig(paths=("hf:small:bert",), base_options={"backward": True}))[0]
     assert backward[0].accuracy == harness_rule(backward=True)  # the harness's training tolerance
+    # a list longer than a file name may be (255 bytes) is still a zoo pattern, not an OSError
+    many = "hf:small:" + ",".join(["bert", "gpt2"] * 40)
+    assert [s.name for s in plan(SweepConfig(paths=(many,)))[0]] == ["gpt2.py", "bert.py"]
 
 
 @pytest.mark.slow

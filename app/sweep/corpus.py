@@ -63,13 +63,21 @@ class Corpus:
     skipped: tuple[str, ...] = ()  # "path: why", for files found in directories that are not programs
 
 
+def _exists(path: Path) -> bool:
+    """Whether a file or directory is there; a name the system refuses (a zoo list past 255 bytes) is not."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def find_programs(patterns: Sequence[str | Path]) -> Corpus:
     found: dict[Path, Program] = {}
     skipped: list[str] = []
     for pattern in patterns:
         text = str(pattern)
         path = Path(text).expanduser()
-        if is_zoo(text) and not path.exists():
+        if is_zoo(text) and not _exists(path):
             for program in zoo_programs(text):
                 found.setdefault(program.path, program)
         elif path.is_file():
