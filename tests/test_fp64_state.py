@@ -94,3 +94,17 @@ def test_a_transformers_llama_in_bf16_gives_the_copy_s_logits_and_cache():
     cast, copied, _ = _both(model, torch.randint(0, 1000, (2, 16)))
     assert "out.cache.layers[1].values" in cast
     _identical(cast, copied)
+
+
+def test_sequence_factories_compute_in_float64_in_the_reference():
+    # the dtype a program names for arange/linspace/logspace is the precision it wants, not a computation to
+    # model: eager's bf16 arange gives 4096 for element 4,113, and a reference that kept bf16 agreed with it
+    from engine.child.fp64 import ExactSequences
+
+    with ExactSequences():
+        seq = torch.arange(0, 10000, dtype=torch.bfloat16)
+        spaced = torch.linspace(-1, 1, 7, dtype=torch.float16)
+        counted = torch.arange(5)
+    assert seq.dtype == torch.float64 and seq[4113].item() == 4113.0
+    assert spaced.dtype == torch.float64 and counted.dtype == torch.int64
+    assert torch.arange(0, 10000, dtype=torch.bfloat16)[4113].item() != 4113.0  # outside the mode: bf16 as asked

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import torch
 
 from engine.child import casting, gradients
-from engine.child.fp64 import Fp64State
+from engine.child.fp64 import ExactSequences, Fp64State
 from engine.child.leaves import map_tensors
 from engine.child.seeding import seed_everything
 from engine.child.state import StateGuard
@@ -61,6 +61,13 @@ def fp64_reference(
     eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool, note: Callable[[str], None], mode: Any = None
 ) -> Reference:
     """The program in float64 on cast inputs, from the state eager started from (not compiled's result)."""
+    with ExactSequences():
+        return _reference(eager_fn, pristine, seed, state, backward=backward, note=note, mode=mode)
+
+
+def _reference(
+    eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool, note: Callable[[str], None], mode: Any
+) -> Reference:
     if backward:
         return _on_a_copy(eager_fn, pristine, seed, state, backward=True, mode=mode)
     try:
