@@ -144,7 +144,8 @@ def _reference(call, args, kwargs, seed, trace):
             call = copied if call is module else types.MethodType(call.__func__, copied)
             module = copied
         mode = _judge.faithful.FaithfulMode(trace) if trace.changes_reference else None
-        return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False, mode=mode)[0]
+        with _judge.faithful.ExactSequences():  # arange/linspace/logspace in float64, as the check's reference
+            return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False, mode=mode)[0]
     except Exception as exc:
         print(f"(no fp64 reference: {type(exc).__name__}: {exc})")
         return {}

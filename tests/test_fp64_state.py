@@ -99,7 +99,7 @@ def test_a_transformers_llama_in_bf16_gives_the_copy_s_logits_and_cache():
 def test_sequence_factories_compute_in_float64_in_the_reference():
     # the dtype a program names for arange/linspace/logspace is the precision it wants, not a computation to
     # model: eager's bf16 arange gives 4096 for element 4,113, and a reference that kept bf16 agreed with it
-    from engine.child.fp64 import ExactSequences
+    from engine.child.faithful import ExactSequences
 
     with ExactSequences():
         seq = torch.arange(0, 10000, dtype=torch.bfloat16)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from engine.judge.metrics import LOW_PRECISION, bitwise_equal
@@ -42,6 +43,27 @@ from engine.judge.witness import ScalarRounding as Rounding
 _SCALAR_TYPES = {"Tensor", "number", "Optional[number]", "float", "Optional[float]"}
 EXPECTED_FLIPS = 8  # differences that not rounding would have to show on an op's own operands (P(none) ~ e^-8)
 Key = tuple[str, str, float]  # (op, argument name, the scalar as eager received it)
+
+_SEQUENCES = {torch.arange, torch.linspace, torch.logspace}
+
+
+class ExactSequences(TorchFunctionMode):
+    """While active, `arange`, `linspace` and `logspace` asked for a floating dtype below float64 compute in float64.
+
+    These factories make the values of a formula (start + i * step), and the dtype a program names is the
+    precision it wants them in, not a computation to model: eager's bf16 arange gives 4096 for element 4,113
+    of arange(10000), compiled the correctly rounded 4128. A reference that keeps the program's bf16 runs
+    eager's own kernel, agrees with eager by construction and called every such difference compiled's fault.
+    Everything else keeps the dtype it asks for (engine/child/fp64.py). It lives here, with the faithful
+    reference, because minimizer/repro.py embeds this module: a repro's reference is the check's.
+    """
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        dtype = kwargs.get("dtype")
+        if func in _SEQUENCES and isinstance(dtype, torch.dtype) and dtype.is_floating_point and dtype.itemsize < 8:
+            kwargs = {**kwargs, "dtype": torch.float64}
+        return func(*args, **kwargs)
 
 
 @dataclass

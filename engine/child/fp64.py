@@ -46,27 +46,6 @@ def fp64_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype.is_floating_point else dtype
 
 
-class ExactSequences(TorchFunctionMode):
-    """While active, `arange`, `linspace` and `logspace` asked for a floating dtype below float64 compute in float64.
-
-    These factories make the values of a formula (start + i * step), and the dtype a program names is the
-    precision it wants them in, not a computation to model: eager's bf16 arange gives 4096 for element 4,113
-    of arange(10000), compiled the correctly rounded 4128. A reference that keeps the program's bf16 runs
-    eager's own kernel, agrees with eager by construction and called every such difference compiled's fault.
-    Everything else keeps the dtype it asks for (Fp64State).
-    """
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
-        kwargs = kwargs or {}
-        dtype = kwargs.get("dtype")
-        if func in _SEQUENCES and isinstance(dtype, torch.dtype) and dtype.is_floating_point and dtype.itemsize < 8:
-            kwargs = {**kwargs, "dtype": torch.float64}
-        return func(*args, **kwargs)
-
-
-_SEQUENCES = {torch.arange, torch.linspace, torch.logspace}
-
-
 class Fp64State(TorchFunctionMode):
     """While active, the program's parameters and buffers compute as float64 (see the module's docstring).
 

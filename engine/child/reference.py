@@ -23,7 +23,8 @@ from typing import Any, Callable
 import torch
 
 from engine.child import casting, gradients
-from engine.child.fp64 import ExactSequences, Fp64State
+from engine.child.faithful import ExactSequences
+from engine.child.fp64 import Fp64State
 from engine.child.leaves import map_tensors
 from engine.child.seeding import seed_everything
 from engine.child.state import StateGuard
