@@ -98,3 +98,12 @@ def test_an_rng_verdict_names_the_ops_that_drew_and_the_minimizer_refuses_with_i
     with pytest.raises(NotReproducible) as refused:
         oracle.establish((REPO / "tests" / "snippets" / "dropout_rng.py").read_text())
     assert "the check's verdict is rng" in str(refused.value) and "eager drew random numbers in aten.bernoulli_" in str(refused.value)  # dropout draws its mask so
+
+
+def test_integer_random_draws_are_rng_with_the_op_named(check):
+    # an integer output has no float64 reference, so no faithful trace ran before the rng evidence was asked
+    # for: the evidence's own eager re-run must work alone (it raised NameError and the verdict was divergent)
+    from engine.judge.verdicts import Verdict
+
+    r = check("import torch\n\ndef fn(x):\n    return torch.randint(0, 1000, x.shape) + x\n\ndef inputs():\n    return (torch.arange(4096).reshape(64, 64),)\n")
+    assert r.verdict is Verdict.RNG and "aten.randint" in r.leaf("out").explanation

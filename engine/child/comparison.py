@@ -195,7 +195,7 @@ def compare_call(
     if drew_random and any(leaf.mismatches for leaf in builder.leaves):  # the evidence an rng verdict needs: which ops drew
         if trace is None:
             try:
-                trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, (live_state, saved, c_state), backward=settings.backward))
+                trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
             except Exception as exc:  # best-effort: without it no difference is called rng
                 settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
         random_ops = tuple(trace.random_ops) if trace is not None else ()
