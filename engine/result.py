@@ -44,6 +44,7 @@ class LeafResult:
     compiled_layout: str | None = None
     numel: int = 0
     mismatches: int = 0  # elements whose bits differ
+    unwritten: int = 0  # elements that are uninitialized memory (engine/child/uninitialized.py): not compared
     max_abs: float = 0.0
     max_rel: float = 0.0
     max_ulp: float = 0.0

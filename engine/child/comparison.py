@@ -16,13 +16,14 @@ from typing import Any, Callable
 
 import torch
 
-from engine.child import casting, faithful, gradients
+from engine.child import casting, faithful, gradients, uninitialized
 from engine.child.errors import StageError, stage_error
 from engine.child.leaf_builder import LeafBuilder, StoredLeaf
 from engine.child.leaves import UncopyableInput, UnsupportedOutput, dense, flatten, tensors_of
 from engine.child.reference import CallState, EagerRerun, Reference, fp64_reference
 from engine.child.seeding import drew, rng_states, seed_everything
 from engine.child.state import COPIED_PARAMETER_BYTES, StateGuard
+from engine.child.uninitialized import Undefined
 from engine.judge.metrics import bitwise_equal
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.result import LeafResult, ScalarRounding
@@ -58,6 +59,7 @@ class CallOutcome:
     drew_random: bool = False  # eager's call advanced the default generator: the program draws random numbers
     roundings: tuple[ScalarRounding, ...] = ()  # the Python scalars the faithful fp64 reference rounded as eager does
     random_ops: tuple[str, ...] = ()  # ops tagged nondeterministic_seeded that advanced a generator in eager's run (rng's evidence)
+    round_trips: tuple[tuple[str, str], ...] = ()  # (ATen producer -> consumer, dtype): eager's low-precision roundings between fusible ops
 
 
 def compare_call(
@@ -151,8 +153,10 @@ def compare_call(
         except Exception as exc:  # the reference is best-effort: many ops have no float64 kernel
             settings.note(f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances")
 
-    def build(reference: Reference | None, what: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None) -> LeafBuilder:
-        builder = LeafBuilder(settings, prefix, what, plain)
+    def build(
+        reference: Reference | None, what: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None, undefined: Undefined | None = None
+    ) -> LeafBuilder:
+        builder = LeafBuilder(settings, prefix, what, plain, undefined)
         r = reference or Reference()
         try:
             builder.outputs(e_out, c_out, r.out)
@@ -167,7 +171,8 @@ def compare_call(
         return builder
 
     settings.emit("comparing")
-    builder = build(ref)
+    judged_by: tuple[Reference | None, str | None, dict[str, tuple[float | None, float | None]] | None] = (ref, None, None)
+    builder = build(*judged_by)
     roundings: tuple[ScalarRounding, ...] = ()
     trace: faithful.Trace | None = None
     if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
@@ -189,7 +194,8 @@ def compare_call(
                     settings.note(f"the faithful fp64 reference could not replay eager's draw for {', '.join(sorted(set(mode.unmatched)))}")
                 plain = {l.name: (l.eager_ref_rms, l.eager_ref_max) for l in builder.leaves}
                 settings.emit("comparing")
-                builder = build(faithful_ref, trace.describe(), plain)
+                judged_by = (faithful_ref, trace.describe(), plain)
+                builder = build(*judged_by)
                 roundings = tuple(trace.roundings)
     random_ops: tuple[str, ...] = ()
     if drew_random and any(leaf.mismatches for leaf in builder.leaves):  # the evidence an rng verdict needs: which ops drew
@@ -199,7 +205,18 @@ def compare_call(
             except Exception as exc:  # best-effort: without it no difference is called rng
                 settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
         random_ops = tuple(trace.random_ops) if trace is not None else ()
-    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops), c_out
+    if any(leaf.mismatches for leaf in builder.leaves) and (trace is None or trace.uninitialized):
+        # values differ: are some of them memory the program never wrote? (a trace that saw no such op says no)
+        try:
+            undefined = uninitialized.undefined_elements(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
+        except Exception as exc:  # best-effort, like the faithful trace: every element stays judged
+            settings.note(f"uninitialized memory could not be looked for ({type(exc).__name__}: {str(exc)[:200]})")
+        else:
+            if undefined:
+                settings.emit("comparing")
+                builder = build(*judged_by, undefined)
+    round_trips = tuple(trace.round_trips.items()) if trace is not None else ()
+    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops, round_trips), c_out
 
 
 def _drop_graph(tensors: list[tuple[str, torch.Tensor]]) -> None:

@@ -121,7 +121,9 @@ def run_check(
                 rng_config = dict(RNG_RECHECK.config)  # masks must agree for a precision re-check to see anything
             if _wants_precision_recheck(options, outcomes, leaves):
                 trips = mechanisms.round_trips(run.code.fx_graphs)
-                evidence = mechanisms.precision_cast_evidence(trips) if trips else None
+                # inside a library call (F.alpha_dropout) the Dynamo graph shows one node: eager's ATen ops show the round trip
+                aten = tuple(dict.fromkeys(pair for _, calls in outcomes for call in calls for pair in call.round_trips))
+                evidence = mechanisms.precision_cast_evidence(trips) if trips else mechanisms.aten_round_trip_evidence(aten) if aten else None
                 leaves = _recheck(
                     run, leaves, seeds, PRECISION_RECHECK, rng_config, evidence, unsaid=_same_compile_as_minimizer(options, outcomes)
                 )

@@ -45,6 +45,9 @@ EXPECTED_FLIPS = 8  # differences that not rounding would have to show on an op'
 Key = tuple[str, str, float]  # (op, argument name, the scalar as eager received it)
 
 _SEQUENCES = {torch.arange, torch.linspace, torch.logspace}
+# ATen ops whose output is memory as the allocator left it (engine/child/uninitialized.py judges what a program
+# leaves unwritten); the trace notes them so that a call without one needs no poisoned re-runs
+UNINITIALIZED_OPS = frozenset({"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"})
 
 
 class ExactSequences(TorchFunctionMode):
@@ -75,6 +78,10 @@ class Trace:
     draws: dict[str, deque[Any]] = field(default_factory=lambda: defaultdict(deque))  # None: the call drew nothing
     draw_count: int = 0
     random_ops: dict[str, int] = field(default_factory=dict)
+    uninitialized: dict[str, int] = field(default_factory=dict)  # uninitialized-memory ops that ran, with their counts
+    # "producer -> consumer": a bf16/fp16 result of one pointwise ATen op that eager rounds before another pointwise
+    # or reduction op uses it; inside a library call (a composite op) the Dynamo graph cannot show it (precision-cast's evidence)
+    round_trips: dict[str, str] = field(default_factory=dict)  # pair -> the dtype
 
     @property
     def changes_reference(self) -> bool:
@@ -189,18 +196,37 @@ class EagerTrace(TorchDispatchMode):
         super().__init__()
         self.trace = Trace()
         self._cache: dict[tuple[str, str, torch.dtype, float], bool] = {}
+        self._rounded: Any = torch.utils.weak.WeakIdKeyDictionary()  # low-precision pointwise result -> its op
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         if torch.Tag.nondeterministic_seeded in func.tags:
             return self._draw(func, args, kwargs)
+        if func.overloadpacket.__name__ in UNINITIALIZED_OPS:
+            name = str(func.overloadpacket)
+            self.trace.uninitialized[name] = self.trace.uninitialized.get(name, 0) + 1
         scalars = _scalar_arguments(func, args, kwargs)
         # an in-place op overwrites its operand: the probes need it as it was
         before = _cloned(args, kwargs) if scalars and func._schema.is_mutable else (args, kwargs)
         out = func(*args, **kwargs)
         if scalars:
             self._decide(func, before[0], before[1], out, scalars)
+        self._note_round_trips(func, args, kwargs, out)
         return out
+
+    def _note_round_trips(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        """Pairs of fusible ops between which eager rounds a bf16/fp16 value (what a fused kernel keeps in fp32)."""
+        tags = func.tags
+        if torch.Tag.pointwise not in tags and torch.Tag.reduction not in tags:
+            return
+        for t in _tensors([*args, *kwargs.values()]):
+            producer = self._rounded.get(t)
+            if producer is not None:
+                self.trace.round_trips.setdefault(f"{producer} -> {func}", str(t.dtype).removeprefix("torch."))
+        if torch.Tag.pointwise in tags:
+            for t in _tensors(out):
+                if t.dtype in LOW_PRECISION:
+                    self._rounded[t] = str(func)
 
     def _draw(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Keep a random op's output, if it drew at all (attention with dropout_p=0 carries the tag too)."""

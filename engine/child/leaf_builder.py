@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from engine.child.leaves import ABSENT, dense, flatten, layout_of
+from engine.child.uninitialized import Undefined
 from engine.judge import oracle
 from engine.judge.metrics import LOW_PRECISION, Operands, bitwise_equal, operands
 from engine.judge.summary import summarize
@@ -49,11 +50,19 @@ class LeafBuilder:
     """The judged leaves of one call, built group by group (outputs, mutations, state, gradients), and the
     stored arrays of those that have elements."""
 
-    def __init__(self, settings: JudgingSettings, prefix: str, faithful: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None) -> None:
+    def __init__(
+        self,
+        settings: JudgingSettings,
+        prefix: str,
+        faithful: str | None = None,
+        plain: dict[str, tuple[float | None, float | None]] | None = None,
+        undefined: Undefined | None = None,
+    ) -> None:
         self.settings = settings
         self.prefix = prefix
         self.faithful = faithful  # what the faithful reference did differently, when the reference is that one
         self.plain = plain or {}  # leaf name -> eager's error (RMS, max) against the plain fp64 reference
+        self.undefined = undefined or Undefined()  # output elements that are uninitialized memory: not compared
         self.leaves: list[LeafResult] = []
         self.arrays: dict[str, StoredLeaf] = {}
         self.low_precision = False
@@ -73,7 +82,7 @@ class LeafBuilder:
             )
         for name in e_leaves:
             if name in c_leaves:
-                self.leaf(name, LeafKind.OUTPUT, e_leaves[name], c_leaves[name], r_leaves.get(name))
+                self.leaf(name, LeafKind.OUTPUT, e_leaves[name], c_leaves[name], r_leaves.get(name), undefined=self.undefined.masks.get(name))
 
     def mutations(self, pristine: Any, eager_inputs: Any, compiled_inputs: Any, ref_inputs: Any) -> None:
         """Every input leaf a run changed: a tensor written in place or re-bound (a cache's `keys` replaced by a
@@ -141,6 +150,7 @@ class LeafBuilder:
         r: Any,
         extra: tuple[Symptom, ...] = (),
         detail: str = "",
+        undefined: torch.Tensor | None = None,
     ) -> None:
         full = self.prefix + name
         e_t, c_t, r_t = _as_tensor(e), _as_tensor(c), _as_tensor(r)
@@ -189,7 +199,15 @@ class LeafBuilder:
         if layout is None and c_layout is None and oracle.significant_strides(e_t) != oracle.significant_strides(c_t):
             structural.append(Symptom.STRIDE)
             problems.append(_layout_problem(e_t, c_t))
-        ops = operands(e_t, c_t, r_t if r_t is not None and r_t.shape == e_t.shape else None)
+        r_t = r_t if r_t is not None and r_t.shape == e_t.shape else None
+        unwritten = 0
+        if undefined is not None and undefined.shape == e_t.shape:
+            # nobody defines these elements: they take eager's bits on every side, so only the others are judged
+            undefined = undefined.to(e_t.device)
+            unwritten = int(undefined.sum())
+            c_t = torch.where(undefined, e_t, c_t)
+            r_t = torch.where(undefined, e_t.to(r_t.dtype), r_t) if r_t is not None else None
+        ops = operands(e_t, c_t, r_t)
         metrics, summary = summarize(ops, dtype)
         note = None
         if self.faithful is not None:
@@ -203,6 +221,9 @@ class LeafBuilder:
             explanation = "; ".join(problems) + ("" if j.verdict is Verdict.MATCH else f"; values: {j.explanation}")
         elif layout:
             explanation = f"{explanation} ({layout} on both sides, compared in dense form)"
+        if unwritten:
+            sentence = self._unwritten(unwritten, e_t.numel())
+            explanation = sentence if unwritten == e_t.numel() and verdict is Verdict.MATCH else f"{sentence}; {explanation}"
         stored = None
         if e_t.numel():
             stored = full
@@ -221,6 +242,7 @@ class LeafBuilder:
                 explanation,
                 tuple(symptoms),
                 mismatches=metrics.mismatches,
+                unwritten=unwritten,
                 max_abs=metrics.max_abs,
                 max_rel=metrics.max_rel,
                 max_ulp=metrics.max_ulp,
@@ -239,6 +261,17 @@ class LeafBuilder:
                 **common,  # type: ignore[arg-type]
             )
         )
+
+
+    def _unwritten(self, count: int, numel: int) -> str:
+        """What the leaf's verdict leaves out: elements of memory the program never wrote."""
+        ops = ", ".join(self.undefined.ops)
+        if count == numel:
+            return (
+                f"all {numel} values are uninitialized memory ({ops}, written by neither run): their bytes are whatever the "
+                "allocator left, so only shape, dtype and strides are compared"
+            )
+        return f"{count} of {numel} values are uninitialized memory ({ops}, never written): not compared, the other {numel - count} are"
 
 
 def _as_tensor(value: Any) -> torch.Tensor | None:

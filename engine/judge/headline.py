@@ -23,6 +23,7 @@ class LeafFigures(Protocol):
     symptoms: tuple[Symptom, ...]
     numel: int
     mismatches: int
+    unwritten: int
     max_abs: float
     eager_ref_max: float | None
     compiled_ref_max: float | None
@@ -68,6 +69,13 @@ def headline(verdict: Verdict, leaves: Sequence[LeafFigures], error: ErrorKind |
         return Headline(f"the check could not compare eager with compiled ({kind.value} error)", _ERROR_NEXT.get(kind, _ERROR_NEXT[ErrorKind.INTERNAL]))
     total = sum(l.numel for l in leaves)
     if verdict is Verdict.MATCH:
+        unwritten = sum(l.unwritten for l in leaves)
+        if unwritten:  # not "all bit-identical": nobody defines those values
+            return Headline(
+                f"compile changed nothing that the program defines: {total - unwritten:,} values are bit-identical to eager's, and "
+                f"{unwritten:,} are uninitialized memory (never written), which no run defines",
+                "nothing to do; write the memory (zeros, fill_) if those values are meant to be read",
+            )
         return Headline(f"compile changed nothing: all {total:,} values are bit-identical to eager's", "nothing to do (Probes try other inputs and layouts)")
     these = [l for l in leaves if l.verdict is verdict]
     changed = _changed(these)

@@ -11,7 +11,10 @@ only with evidence of it in the program itself:
 - `precision-cast` needs a bf16/fp16 value that eager rounds and Inductor may keep in fp32: a low-precision
   node of the captured Dynamo graph consumed by an elementwise or reduction op, which Inductor fuses into the
   same kernel (pointwise fusion, the CSE of a cast pair: torch/_inductor/lowering.py make_pointwise,
-  codegen/cpp.py to_dtype). `round_trips` names those nodes with their program lines.
+  codegen/cpp.py to_dtype). `round_trips` names those nodes with their program lines. Where a library call
+  hides them (`F.feature_alpha_dropout` is one node of the Dynamo graph, six bf16 ATen ops in eager), the
+  faithful trace's view of eager's ATen ops is the evidence: a pointwise op's bf16/fp16 result that another
+  pointwise or reduction op uses (`aten_round_trip_evidence`).
 
 Without evidence the leaf keeps its verdict and the sentence says "vanishes under X (which changes code
 generation)". Pure (text in, text out; no torch): the minimizer imports this too.
@@ -129,6 +132,13 @@ def precision_cast_evidence(trips: Sequence[RoundTrip]) -> str:
     shown = "; ".join(t.describe() for t in trips[:2])
     more = f" (and {len(trips) - 2} more such value(s))" if len(trips) > 2 else ""
     return f"{shown}{more}, and a fused kernel keeps it in fp32"
+
+
+def aten_round_trip_evidence(pairs: Sequence[tuple[str, str]]) -> str:
+    """The clause that names eager's roundings between ATen ops, where the program's own graph shows none."""
+    shown = "; ".join(f"{dtype} between {pair}" for pair, dtype in pairs[:2])
+    more = f" (and {len(pairs) - 2} more)" if len(pairs) > 2 else ""
+    return f"inside a library call eager rounds to {shown}{more}, and a fused kernel keeps it in fp32"
 
 
 def random_evidence(ops: Sequence[str]) -> str:
