@@ -19,6 +19,7 @@ from engine.snippet import SnippetError, SnippetStyle, detect_style
 
 SUPPORTED = (LeafKind.OUTPUT, LeafKind.MUTATED_INPUT)
 DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}
+SEQUENCES = ("arange", "linspace", "logspace")  # factories whose float dtype the float64 run must widen
 
 
 def script(program: str, leaf: LeafResult, options: CheckOptions) -> str | None:
@@ -63,10 +64,28 @@ def script(program: str, leaf: LeafResult, options: CheckOptions) -> str | None:
     ]
     reference = float64_models_eager(leaf, options)
     if reference:
-        lines += ["# float64 (inputs and weights): which side is right",
-                  "reference = run(copy.deepcopy(fn).double() if isinstance(fn, torch.nn.Module) else fn, lambda a: a.double() if a.is_floating_point() else a)"]
+        run_reference = "run(copy.deepcopy(fn).double() if isinstance(fn, torch.nn.Module) else fn, lambda a: a.double() if a.is_floating_point() else a)"
+        lines += ["# float64 (inputs and weights): which side is right"]
+        if any(name in program for name in SEQUENCES):
+            lines += _exact_sequences() + ["with Float64Sequences():", f"    reference = {run_reference}"]
+        else:
+            lines += [f"reference = {run_reference}"]
     lines += _prints(leaf, reference)
     return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+
+
+def _exact_sequences() -> list[str]:
+    """The check's ExactSequences (engine/child/faithful.py) as a few lines: a factory asked for bf16 values of a
+    formula (`arange(10000, dtype=torch.bfloat16)`) makes them in float64, or the float64 run is eager's own kernel."""
+    return [
+        "class Float64Sequences(torch.overrides.TorchFunctionMode):  # arange/linspace/logspace made in float64 too",
+        "    def __torch_function__(self, f, types, args=(), kwargs=None):",
+        "        kwargs = dict(kwargs or {})",
+        f"        if f in ({', '.join(f'torch.{n}' for n in SEQUENCES)}) and getattr(kwargs.get('dtype'), 'is_floating_point', False):",
+        "            kwargs['dtype'] = torch.float64",
+        "        return f(*args, **kwargs)",
+        "",
+    ]
 
 
 def float64_models_eager(leaf: LeafResult, options: CheckOptions) -> bool:

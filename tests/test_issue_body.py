@@ -58,3 +58,24 @@ def test_the_issue_body_runs_as_pasted_and_shows_the_difference(runner: Runner, 
     assert f"`{leaf.eager_value}`" in expected and f"`{leaf.compiled_value}`" in actual
     title = issue_title(signature, Checked(result))
     assert title == "[inductor][cpu] `floor_divide`, `div`: torch.compile gives different values from eager", title
+
+
+@pytest.mark.slow
+def test_the_float64_run_of_a_bf16_arange_is_exact_as_the_checks_reference(runner: Runner, inductor_cache: Path, tmp_path: Path) -> None:
+    # arange(..., dtype=bf16) cast to float64 inputs still runs eager's bf16 kernel: the body's float64 run, like
+    # the check's reference, makes the sequence in float64, so it prints the exact value, not eager's
+    program = "import torch\n\ndef fn(n):\n    return torch.arange(n, dtype=torch.bfloat16) * 1\n\ndef inputs():\n    return (10000,)\n"
+    result = runner.check(program, CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True}),
+                          "snippet.py", run_dir=tmp_path / "check")
+    assert result.verdict is Verdict.DIVERGENT, result.explanation
+    signature = signature_of(result)
+    script = code_block(render(program, signature, Checked(result), (), True))
+    assert "with Float64Sequences():" in script
+    (tmp_path / "pasted").mkdir()
+    (tmp_path / "pasted" / "issue_script.py").write_text(script)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")} | {"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
+    ran = subprocess.run([sys.executable, "-I", "issue_script.py"], cwd=tmp_path / "pasted", env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    shown = re.search(r"^at index \[(\d+)\] : eager (\S+) \| compiled (\S+) \| float64 (\S+)$", ran.stdout, re.M)
+    assert shown is not None, ran.stdout
+    assert float(shown[4]) == float(shown[1]) != float(shown[2])  # element i of arange is i, and eager's bf16 is not

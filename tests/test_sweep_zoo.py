@@ -198,3 +198,41 @@ def test_a_zoo_source_without_its_package_says_what_to_install(tmp_path: Path) -
               "except CorpusError as exc:\n    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert "opinfo: needs the Python package 'expecttest'" in out.stdout and "pip install -e '.[zoo]'" in out.stdout, out
+
+
+def test_a_sample_that_does_not_diverge_alone_is_minimized_with_the_samples_before_it(tmp_path: Path) -> None:
+    # op_db's bf16 dropout: sample 8 differs only after sample 4 (p=1) drew when compiled; alone it is rng
+    from app.sweep.corpus import split
+    from app.sweep.orchestrator import _samples_up_to
+
+    program = zoo_programs("opinfo:bf16:nn.functional.dropout", tmp_path)[0]
+    part = next(p for p in split(program) if p.info.get("sample") == 8)
+    wider = _samples_up_to(program.source, part.source)
+    assert wider is not None and "SAMPLES = [0, 1, 2, 3, 4, 5, 6, 7, 8]" in wider and "SAMPLES = [8]" in part.source
+    (tmp_path / "wider.py").write_text(wider)
+    samples = runpy.run_path(str(tmp_path / "wider.py"))["inputs"]()[0]
+    assert list(samples) == [f"sample[{i}]" for i in range(9)]
+    chunk = program.source.replace("SAMPLES = None", "SAMPLES = range(100, 200)")
+    assert "SAMPLES = [100, 101, 102]" in (_samples_up_to(chunk, part.source.replace("SAMPLES = [8]", "SAMPLES = [102]")) or "")
+    assert _samples_up_to(program.source, part.source.replace("SAMPLES = [8]", "SAMPLES = [0]")) is None  # nothing before it
+
+
+def test_one_ops_chunks_with_one_symptom_are_one_bug_and_other_programs_stay_apart() -> None:
+    # max_unpool2d's 288 bf16 samples run as three programs; its stride bug has no diverging node (a layout,
+    # not a value), so each program was its own bug and minimized three times
+    from app.sweep.bugs import bug_of
+    from app.sweep.jobs import JobSpec
+    from engine import CheckOptions, CheckResult, LeafKind, LeafResult, Symptom, Verdict
+
+    def job(program: str, op: str | None, sample: int) -> tuple[JobSpec, CheckResult]:
+        leaf = LeafResult(f"out['sample[{sample}]']", LeafKind.OUTPUT, Verdict.DIVERGENT, "strides", (Symptom.STRIDE,), dtype="bfloat16")
+        options = CheckOptions(device="cpu")
+        spec = JobSpec(program, program, f"# {program}", options, "", 0, info={"op": op} if op else {})
+        return spec, CheckResult(Verdict.DIVERGENT, "strides", options, leaves=(leaf,))
+
+    chunks = [bug_of(*job(f"max_unpool2d--samples{i}.py", "nn.functional.max_unpool2d", i), None) for i in (0, 100, 200)]
+    grad = bug_of(*job("max_unpool2d.grad.py", "nn.functional.max_unpool2d.grad", 0), None)
+    plain = [bug_of(*job(f"model{i}.py", None, 0), None) for i in (1, 2)]
+    assert len({b.id for b in chunks if b}) == 1 and "one bug for the op" in chunks[0].description  # type: ignore[union-attr]
+    assert grad is not None and grad.id != chunks[0].id  # type: ignore[union-attr]
+    assert plain[0] is not None and plain[1] is not None and plain[0].id != plain[1].id

@@ -12,6 +12,7 @@ its parts, one sample each, which run as jobs of their own, so that one sample h
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -348,8 +349,9 @@ class _Invocation:
     def _minimize_task(self, bug: BugRow, spec: JobSpec) -> MinimizeTask:
         source, program = self._focus(spec)
         options = spec.options.replace(timeout_s=min(spec.options.timeout_s, 120.0))  # per candidate, as `divergence minimize`
+        wider = _samples_up_to(spec.source, source) if source != spec.source else None
         return MinimizeTask(bug.id, source, options, program, self.state.dir / MINIMIZED_DIR / bug.id,
-                            self.config.minimize_budget_s, self.config.shrinkray, self.config.ablation)
+                            self.config.minimize_budget_s, self.config.shrinkray, self.config.ablation, wider)
 
     def _focus(self, spec: JobSpec) -> tuple[str, str]:
         """What to minimize for a divergent job: a zoo program of many samples narrows to the sample that diverges
@@ -378,6 +380,30 @@ class _Invocation:
         repro = write_minimization(task, outcome)
         self.state.end_bug(task.bug, outcome.status, outcome.message, outcome.tokens_before, outcome.tokens_after, str(repro) if repro else None)
         self.progress.note(f"bug {task.bug}: {outcome.status}: {outcome.message.splitlines()[0] if outcome.message else ''}")
+
+
+_SAMPLES_LINE = re.compile(r"^SAMPLES = (.*?)(  #.*)?$", re.M)
+
+
+def _samples_up_to(whole: str, part: str) -> str | None:
+    """The zoo program of every sample up to the part's own, for when the part alone does not diverge: an earlier
+    sample can be what makes it differ (a dropout with p=1 that draws only when compiled shifts later draws)."""
+    try:
+        mine, every = (_indices(_SAMPLES_LINE.search(text).group(1)) for text in (part, whole))  # type: ignore[union-attr]
+    except (AttributeError, ValueError, SyntaxError):
+        return None
+    if not (isinstance(mine, list) and len(mine) == 1):
+        return None
+    upto = [i for i in (range(mine[0] + 1) if every is None else every) if i <= mine[0]]
+    if len(upto) < 2:
+        return None
+    return _SAMPLES_LINE.sub(lambda m: f"SAMPLES = {upto}{m.group(2) or ''}", part, count=1)
+
+
+def _indices(text: str) -> Any:
+    """A zoo program's SAMPLES: None, a list, or a chunk's `range(100, 200)`."""
+    chunk = re.fullmatch(r"range\((\d+), (\d+)\)", text.strip())
+    return list(range(int(chunk[1]), int(chunk[2]))) if chunk else ast.literal_eval(text)
 
 
 def make_pool(config: SweepConfig) -> Pool:

@@ -10,7 +10,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from engine.options import CheckOptions
 from engine.runner import Runner
@@ -33,6 +33,7 @@ class MinimizeTask:
     budget_s: float | None = None
     shrinkray: bool = True
     ablation: bool = True  # the issue body's ablation over backends (about six more checks)
+    wider: str | None = None  # a zoo sample's program with the samples before it: minimized when the sample alone does not diverge
 
 
 @dataclass(frozen=True)
@@ -74,20 +75,30 @@ def minimize_on(runner: Runner, task: MinimizeTask, work_dir: Path, checkpoint_r
     from minimizer.minimize import minimize
     from minimizer.oracle import NotReproducible
 
-    try:
-        result = minimize(
-            task.source, task.options, runner, work_dir, budget_s=task.budget_s, checkpoint_root=checkpoint_root,
+    def run(source: str) -> Any:
+        return minimize(
+            source, task.options, runner, work_dir, budget_s=task.budget_s, checkpoint_root=checkpoint_root,
             use_shrinkray=task.shrinkray, ablation=task.ablation, filename=Path(task.filename).name,
         )
+
+    alone = ""
+    try:
+        try:
+            result = run(task.source)
+        except NotReproducible as exc:
+            if task.wider is None:
+                raise
+            alone = f"the sample alone does not diverge ({str(exc)[:300]}); minimized with the samples before it. "
+            result = run(task.wider)
     except NotReproducible as exc:
-        return MinimizeOutcome("failed", str(exc))
+        return MinimizeOutcome("failed", alone + str(exc))
     except Exception as exc:  # a minimizer bug must not lose the sweep; the row says what happened
         return MinimizeOutcome("failed", f"the minimizer failed: {exc!r}\n{traceback.format_exc(limit=6)}")
     before, after = result.initial.tokens, result.final.tokens
     verdict = "repro verified in a fresh process" if result.repro_verified else "repro NOT verified in a fresh process"
     if not result.confirmed:
         verdict += "; FLAKY: the final candidate did not reproduce when re-checked"
-    message = f"{before} -> {after} tokens ({result.initial.lines} -> {result.final.lines} lines) in {result.elapsed_s:.0f} s, {result.oracle_calls} checks; {verdict}"
+    message = f"{alone}{before} -> {after} tokens ({result.initial.lines} -> {result.final.lines} lines) in {result.elapsed_s:.0f} s, {result.oracle_calls} checks; {verdict}"
     return MinimizeOutcome("done", message, before, after, result.minimized, result.repro, result.report, result.repro_verified)
 
 
