@@ -179,6 +179,9 @@ def render(program: str, signature: Signature | None, final: Checked | None, row
         lines += ["`torch.compile` returns a different result from eager for this program and raises nothing"
                   + (" (`repro.py`, attached, runs it both ways and compares):" if verified else ":"), "",
                   "```python", program.rstrip(), "```", ""]
+    if "torch.testing._internal" in program:  # op_db's samples: the script cannot be shorter than the database it reads
+        lines += ["The inputs are a sample of PyTorch's OpInfo database (`op_db`), whose module needs `expecttest` "
+                  "(`pip install expecttest`, one of PyTorch's test dependencies).", ""]
     if leaf is not None:
         expected, actual = expected_actual(leaf)
         lines += [f"**Expected:** {expected}", f"**Actual:** {actual}", ""]

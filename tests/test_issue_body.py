@@ -79,3 +79,9 @@ def test_the_float64_run_of_a_bf16_arange_is_exact_as_the_checks_reference(runne
     shown = re.search(r"^at index \[(\d+)\] : eager (\S+) \| compiled (\S+) \| float64 (\S+)$", ran.stdout, re.M)
     assert shown is not None, ran.stdout
     assert float(shown[4]) == float(shown[1]) != float(shown[2])  # element i of arange is i, and eager's bf16 is not
+
+
+def test_a_body_whose_inputs_come_from_op_db_says_what_it_needs_and_others_do_not() -> None:
+    op_db = "import torch\nimport torch.testing._internal.common_methods_invocations as cmi\n\ndef fn(x):\n    return x\n"
+    assert "needs `expecttest` (`pip install expecttest`" in render(op_db, None, None, (), False)
+    assert "expecttest" not in render(CASE.read_text(), None, None, (), False)
