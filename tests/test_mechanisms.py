@@ -119,3 +119,18 @@ def test_a_round_trip_inside_a_library_call_is_evidence_from_eagers_aten_ops(che
     leaf = r.leaf("out")
     assert leaf.verdict is Verdict.PRECISION_CAST, leaf.explanation
     assert "inside a library call eager rounds to bfloat16 between aten." in leaf.explanation
+
+
+@pytest.mark.slow
+def test_a_precision_cast_verdict_names_its_value_and_the_minimizer_refuses_with_it(runner, tmp_path):
+    # the counterpart of the rng refusal: a bf16 chain whose difference is Inductor keeping fp32 between two ops;
+    # the check names the value eager rounds (its line), and the minimizer has nothing to minimize
+    from engine import CheckOptions
+    from minimizer.oracle import DivergenceOracle, NotReproducible
+    from tests.conftest import REPO
+
+    oracle = DivergenceOracle(runner, CheckOptions(device="cpu", timeout_s=240), tmp_path)
+    with pytest.raises(NotReproducible) as refused:
+        oracle.establish((REPO / "sample_cases" / "bf16_muladd_chain.py").read_text())
+    said = str(refused.value)
+    assert "the check's verdict is precision-cast" in said and "Inductor skipped a bfloat16 round trip" in said, said
