@@ -203,18 +203,18 @@ def test_a_zoo_source_without_its_package_says_what_to_install(tmp_path: Path) -
 def test_a_sample_that_does_not_diverge_alone_is_minimized_with_the_samples_before_it(tmp_path: Path) -> None:
     # op_db's bf16 dropout: sample 8 differs only after sample 4 (p=1) drew when compiled; alone it is rng
     from app.sweep.corpus import split
-    from app.sweep.orchestrator import _samples_up_to
+    from app.sweep.orchestrator import samples_up_to
 
     program = zoo_programs("opinfo:bf16:nn.functional.dropout", tmp_path)[0]
     part = next(p for p in split(program) if p.info.get("sample") == 8)
-    wider = _samples_up_to(program.source, part.source)
+    wider = samples_up_to(program.source, part.source)
     assert wider is not None and "SAMPLES = [0, 1, 2, 3, 4, 5, 6, 7, 8]" in wider and "SAMPLES = [8]" in part.source
     (tmp_path / "wider.py").write_text(wider)
     samples = runpy.run_path(str(tmp_path / "wider.py"))["inputs"]()[0]
     assert list(samples) == [f"sample[{i}]" for i in range(9)]
     chunk = program.source.replace("SAMPLES = None", "SAMPLES = range(100, 200)")
-    assert "SAMPLES = [100, 101, 102]" in (_samples_up_to(chunk, part.source.replace("SAMPLES = [8]", "SAMPLES = [102]")) or "")
-    assert _samples_up_to(program.source, part.source.replace("SAMPLES = [8]", "SAMPLES = [0]")) is None  # nothing before it
+    assert "SAMPLES = [100, 101, 102]" in (samples_up_to(chunk, part.source.replace("SAMPLES = [8]", "SAMPLES = [102]")) or "")
+    assert samples_up_to(program.source, part.source.replace("SAMPLES = [8]", "SAMPLES = [0]")) is None  # nothing before it
 
 
 def test_one_ops_chunks_with_one_symptom_are_one_bug_and_other_programs_stay_apart() -> None:

@@ -349,7 +349,7 @@ class _Invocation:
     def _minimize_task(self, bug: BugRow, spec: JobSpec) -> MinimizeTask:
         source, program = self._focus(spec)
         options = spec.options.replace(timeout_s=min(spec.options.timeout_s, 120.0))  # per candidate, as `divergence minimize`
-        wider = _samples_up_to(spec.source, source) if source != spec.source else None
+        wider = samples_up_to(spec.source, source) if source != spec.source else None
         return MinimizeTask(bug.id, source, options, program, self.state.dir / MINIMIZED_DIR / bug.id,
                             self.config.minimize_budget_s, self.config.shrinkray, self.config.ablation, wider)
 
@@ -385,7 +385,7 @@ class _Invocation:
 _SAMPLES_LINE = re.compile(r"^SAMPLES = (.*?)(  #.*)?$", re.M)
 
 
-def _samples_up_to(whole: str, part: str) -> str | None:
+def samples_up_to(whole: str, part: str) -> str | None:
     """The zoo program of every sample up to the part's own, for when the part alone does not diverge: an earlier
     sample can be what makes it differ (a dropout with p=1 that draws only when compiled shifts later draws)."""
     try:
