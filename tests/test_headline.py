@@ -45,3 +45,10 @@ def test_the_terminal_report_starts_with_it_and_puts_the_figures_after():
     assert lines[0] == "VERDICT: DIVERGENT — compile changed 2,304 of 4,096 values by up to 0.4; eager agrees with float64, compiled does not."
     assert lines[1] == "  Next: Localize, then Minimize."
     assert lines.index("  divergent: out: 2304 of 4096 element(s) differ") > lines.index("")  # the figures after the table
+
+
+def test_a_match_with_unwritten_memory_does_not_call_those_values_bit_identical():
+    some = headline(Verdict.MATCH, [leaf(Verdict.MATCH, numel=128, unwritten=64)]).sentence
+    assert some == ("compile changed nothing that the program defines: 64 values are bit-identical to eager's, and 64 are "
+                    "uninitialized memory (never written), which no run defines")
+    assert "all 15 values are uninitialized memory" in headline(Verdict.MATCH, [leaf(Verdict.MATCH, numel=15, unwritten=15)]).sentence

@@ -25,7 +25,9 @@ def _row(leaf: LeafResult) -> tuple[str, ...]:
     dtype = leaf.dtype or "-"
     if leaf.compiled_dtype and leaf.compiled_dtype != leaf.dtype:
         dtype += f"→{leaf.compiled_dtype}"
-    mismatch = f"{leaf.mismatches}/{leaf.numel}" if leaf.numel else "-"
+    mismatch = f"{leaf.mismatches}/{leaf.numel - leaf.unwritten}" if leaf.numel else "-"
+    if leaf.unwritten:  # elements of memory nobody wrote are not compared: out of the count, and said
+        mismatch += f" (+{leaf.unwritten} unwritten)"
     special = f"{leaf.nan_mismatches}/{leaf.inf_mismatches}/{leaf.signed_zero_mismatches}"
     return (
         leaf.name + _layout(leaf),

@@ -178,7 +178,8 @@ def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
                 "max abs": fmt(leaf.max_abs),
                 "max rel": fmt(leaf.max_rel),
                 "max ULP": fmt(leaf.max_ulp),
-                "mismatched": f"{leaf.mismatches}/{leaf.numel}" if leaf.numel else "–",
+                "mismatched": (f"{leaf.mismatches}/{leaf.numel - leaf.unwritten}" + (f" (+{leaf.unwritten} unwritten)" if leaf.unwritten else ""))
+                if leaf.numel else "–",
                 "NaN": leaf.nan_mismatches,
                 "inf": leaf.inf_mismatches,
                 "±0": leaf.signed_zero_mismatches,

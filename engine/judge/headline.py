@@ -71,9 +71,9 @@ def headline(verdict: Verdict, leaves: Sequence[LeafFigures], error: ErrorKind |
     if verdict is Verdict.MATCH:
         unwritten = sum(l.unwritten for l in leaves)
         if unwritten:  # not "all bit-identical": nobody defines those values
+            defined = f"{total - unwritten:,} values are bit-identical to eager's, and {unwritten:,}" if total > unwritten else f"all {total:,} values"
             return Headline(
-                f"compile changed nothing that the program defines: {total - unwritten:,} values are bit-identical to eager's, and "
-                f"{unwritten:,} are uninitialized memory (never written), which no run defines",
+                f"compile changed nothing that the program defines: {defined} are uninitialized memory (never written), which no run defines",
                 "nothing to do; write the memory (zeros, fill_) if those values are meant to be read",
             )
         return Headline(f"compile changed nothing: all {total:,} values are bit-identical to eager's", "nothing to do (Probes try other inputs and layouts)")
