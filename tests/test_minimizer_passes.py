@@ -80,6 +80,17 @@ def test_shrink_integers_stops_where_the_predicate_does() -> None:
     assert reduce_with([shrink_integers], "import torch\nx = torch.randn(64)\n", lambda s: int(s.split("(")[1].split(")")[0]) >= 5) == "import torch\nx = torch.randn(5)\n"
 
 
+def test_shrink_integers_takes_longer_steps_while_short_ones_hold() -> None:
+    calls = []
+
+    def needs_more_than_8225(s: str) -> bool:
+        calls.append(s)
+        return int(s.split("(")[1].split(")")[0]) > 8225
+
+    assert reduce_with([shrink_integers], "import torch\nx = torch.arange(9906)\n", needs_more_than_8225) == "import torch\nx = torch.arange(8226)\n"
+    assert len(calls) < 100  # one step at a time: 1,680 calls
+
+
 def test_shrink_sequences_deletes_list_elements() -> None:
     assert reduce_with([shrink_sequences], "x = [1, 2, 3, 4, 5]\n", lambda s: "3" in s) == "x = 3\n"
 

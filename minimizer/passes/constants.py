@@ -36,7 +36,13 @@ def shrink_integers(problem: Problem) -> None:
     A width appears in several places at once (`torch.randn(2, 32)`, `layer_norm(x, (32,))`,
     `x.view(1, 4, 32)`): changed together they stay consistent, changed alone they raise. Smaller
     tensors compile and run faster and make the repro's numbers readable.
+
+    A literal that shrinks only by small steps (a bug that needs `arange(n)` past 8,225 elements, from 9,906)
+    would crawl down one at a time, a check each: after a step taken at a site, the next offers a step twice
+    as long, so a run of steps doubles (9,906 -> 8,226 in tens of checks, not 1,680). A literal that does not
+    shrink at all costs no more than before.
     """
+    last: dict[int, int] = {}  # site -> the value last offered there (a shorter value now: a step was taken)
 
     def at(source: str, i: int) -> list[str] | None:
         ints = _ints(fresh(source))
@@ -44,7 +50,10 @@ def shrink_integers(problem: Problem) -> None:
             return None
         v = ints[i].value
         sign = -1 if v < 0 else 1
-        targets = dict.fromkeys(sign * t for t in (1, abs(v) // 2, abs(v) - 1) if 0 < t < abs(v))
+        previous, last[i] = last.get(i), v
+        taken = abs(previous) - abs(v) if previous is not None and (previous < 0) == (v < 0) else 0
+        longer = (abs(v) - 2 * taken,) if taken > 0 else ()
+        targets = dict.fromkeys(sign * t for t in (1, abs(v) // 2, *longer, abs(v) - 1) if 0 < t < abs(v))
         together = []
         if sum(n.value == v for n in ints) > 1 and all(n.value != v for n in ints[:i]):  # the first literal of its value
             for t in targets:
