@@ -58,6 +58,7 @@ class LeafResult:
     worst_index: tuple[int, ...] | None = None
     eager_value: str | None = None  # repr, for non-tensor leaves and the worst element
     compiled_value: str | None = None
+    reference_value: str | None = None  # the fp64 reference at the worst element, where there is one
     arrays: str | None = None  # key of its arrays and/or summary in engine.arrays, when stored
     witness: Witness | None = None  # what decided the value verdict (engine.judge.verdicts.Witness)
 

@@ -85,3 +85,15 @@ def test_a_body_whose_inputs_come_from_op_db_says_what_it_needs_and_others_do_no
     op_db = "import torch\nimport torch.testing._internal.common_methods_invocations as cmi\n\ndef fn(x):\n    return x\n"
     assert "needs `expecttest` (`pip install expecttest`" in render(op_db, None, None, (), False)
     assert "expecttest" not in render(CASE.read_text(), None, None, (), False)
+
+
+def test_the_expected_sentence_names_float64_only_where_it_sides_with_eager_at_the_element_shown() -> None:
+    # bf16 arange: over the leaf compiled is further from float64 (63 vs 47), but at the element shown it is nearer
+    from engine import LeafKind, LeafResult, Symptom
+    from minimizer.report import expected_actual
+
+    figures = dict(symptoms=(Symptom.VALUE,), worst_index=(4113,), eager_value="4096.0", compiled_value="4128.0", eager_ref_max=47.0, compiled_ref_max=63.0)
+    expected, actual = expected_actual(LeafResult("out", LeafKind.OUTPUT, Verdict.DIVERGENT, "", reference_value="4113.0", **figures))  # type: ignore[arg-type]
+    assert "as a float64 run does" not in expected and "(float64: `4113.0`)" in actual
+    expected, actual = expected_actual(LeafResult("out", LeafKind.OUTPUT, Verdict.DIVERGENT, "", reference_value="4096.0", **figures))  # type: ignore[arg-type]
+    assert expected.endswith("as a float64 run does.") and "(float64:" not in actual

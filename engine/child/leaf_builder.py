@@ -256,6 +256,7 @@ class LeafBuilder:
                 worst_index=metrics.worst_index,
                 eager_value=metrics.eager_value,
                 compiled_value=metrics.compiled_value,
+                reference_value=metrics.ref_value,
                 arrays=stored,
                 witness=j.witness,
                 **common,  # type: ignore[arg-type]
