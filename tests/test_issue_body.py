@@ -24,6 +24,16 @@ def code_block(body: str) -> str:
     return blocks[0]
 
 
+def run_pasted(script: str, tmp_path: Path, inductor_cache: Path) -> subprocess.CompletedProcess[str]:
+    """The script as a maintainer runs it: a fresh interpreter in an empty folder, nothing of ours importable."""
+    (tmp_path / "pasted").mkdir()
+    (tmp_path / "pasted" / "issue_script.py").write_text(script)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")} | {"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
+    ran = subprocess.run([sys.executable, "-I", "issue_script.py"], cwd=tmp_path / "pasted", env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    return ran
+
+
 @pytest.mark.slow
 def test_the_issue_body_runs_as_pasted_and_shows_the_difference(runner: Runner, inductor_cache: Path, tmp_path: Path) -> None:
     program = CASE.read_text()
@@ -37,11 +47,7 @@ def test_the_issue_body_runs_as_pasted_and_shows_the_difference(runner: Runner, 
     script = code_block(body)
     assert "torch.compile(" in script and "torch.manual_seed(" in script and "emulate_precision_casts = True" in script
     assert "a.double() if a.is_floating_point()" in script  # the float64 run is one
-    (tmp_path / "pasted").mkdir()
-    (tmp_path / "pasted" / "issue_script.py").write_text(script)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")} | {"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
-    ran = subprocess.run([sys.executable, "-I", "issue_script.py"], cwd=tmp_path / "pasted", env=env, capture_output=True, text=True, timeout=300)
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    ran = run_pasted(script, tmp_path, inductor_cache)
     shown = re.search(r"^at index (\[.*\]) : eager (\S+) \| compiled (\S+) \| float64 (\S+)$", ran.stdout, re.M)
     assert shown is not None, ran.stdout
     assert shown[1] == str(list(leaf.worst_index)) and (shown[2], shown[3]) == (leaf.eager_value, leaf.compiled_value) and shown[2] != shown[3]
@@ -71,11 +77,7 @@ def test_the_float64_run_of_a_bf16_arange_is_exact_as_the_checks_reference(runne
     signature = signature_of(result)
     script = code_block(render(program, signature, Checked(result), (), True))
     assert "with Float64Sequences():" in script
-    (tmp_path / "pasted").mkdir()
-    (tmp_path / "pasted" / "issue_script.py").write_text(script)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")} | {"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
-    ran = subprocess.run([sys.executable, "-I", "issue_script.py"], cwd=tmp_path / "pasted", env=env, capture_output=True, text=True, timeout=300)
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    ran = run_pasted(script, tmp_path, inductor_cache)
     shown = re.search(r"^at index \[(\d+)\] : eager (\S+) \| compiled (\S+) \| float64 (\S+)$", ran.stdout, re.M)
     assert shown is not None, ran.stdout
     assert float(shown[4]) == float(shown[1]) != float(shown[2])  # element i of arange is i, and eager's bf16 is not

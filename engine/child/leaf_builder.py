@@ -263,7 +263,6 @@ class LeafBuilder:
             )
         )
 
-
     def _unwritten(self, count: int, numel: int) -> str:
         """What the leaf's verdict leaves out: elements of memory the program never wrote."""
         ops = ", ".join(self.undefined.ops)
