@@ -55,16 +55,15 @@ def bug_of(spec: JobSpec, result: CheckResult, report: IntermediatesReport | Non
     device = result.environment.get("device") or spec.options.device or "?"
     symptoms = sorted(s.value for s in signature.symptoms)
     where = f"{signature.kind.value} {leaf.dtype or '?'} on {device}, {', '.join(symptoms)}"
+    status = report.status if report is not None else "not run"
     if report is not None and report.status == "found" and report.first is not None:
         identity: list[object] = ["op", report.first.op, signature.kind.value, symptoms, leaf.dtype, device]
         description = f"{report.first.op} is the first node to diverge ({where})"
     elif spec.info.get("op"):
         # one op_db op split into programs of 100 samples is one program cut for time, not unrelated programs
-        status = report.status if report is not None else "not run"
         identity = ["zoo op", spec.info["op"], signature.kind.value, symptoms, leaf.dtype, device]
         description = f"{spec.info['op']}: its samples diverge ({where}); no diverging node found ({status}), so one bug for the op"
     else:
-        status = report.status if report is not None else "not run"
         identity = ["program", spec.program, spec.source_sha, signature.leaf, signature.kind.value, symptoms, leaf.dtype, device]
         description = f"{spec.name}: leaf `{signature.leaf}` diverges ({where}); no diverging node found ({status}), so its own bug"
     digest = hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()[:12]

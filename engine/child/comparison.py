@@ -23,7 +23,6 @@ from engine.child.leaves import UncopyableInput, UnsupportedOutput, dense, flatt
 from engine.child.reference import CallState, EagerRerun, Reference, fp64_reference
 from engine.child.seeding import drew, rng_states, seed_everything
 from engine.child.state import COPIED_PARAMETER_BYTES, StateGuard
-from engine.child.uninitialized import Undefined
 from engine.judge.metrics import bitwise_equal
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.result import LeafResult, ScalarRounding
@@ -154,7 +153,7 @@ def compare_call(
             settings.note(f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances")
 
     def build(
-        reference: Reference | None, what: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None, undefined: Undefined | None = None
+        reference: Reference | None, what: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None, undefined: uninitialized.Undefined | None = None
     ) -> LeafBuilder:
         builder = LeafBuilder(settings, prefix, what, plain, undefined)
         r = reference or Reference()
@@ -198,14 +197,15 @@ def compare_call(
                 builder = build(*judged_by)
                 roundings = tuple(trace.roundings)
     random_ops: tuple[str, ...] = ()
-    if drew_random and any(leaf.mismatches for leaf in builder.leaves):  # the evidence an rng verdict needs: which ops drew
+    differ = any(leaf.mismatches for leaf in builder.leaves)
+    if drew_random and differ:  # the evidence an rng verdict needs: which ops drew
         if trace is None:
             try:
                 trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
             except Exception as exc:  # best-effort: without it no difference is called rng
                 settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
         random_ops = tuple(trace.random_ops) if trace is not None else ()
-    if any(leaf.mismatches for leaf in builder.leaves) and (trace is None or trace.uninitialized):
+    if differ and (trace is None or trace.uninitialized):
         # values differ: are some of them memory the program never wrote? (a trace that saw no such op says no)
         try:
             undefined = uninitialized.undefined_elements(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))

@@ -50,6 +50,12 @@ _SEQUENCES = {torch.arange, torch.linspace, torch.logspace}
 UNINITIALIZED_OPS = frozenset({"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"})
 
 
+def uninitialized_op(op: Any) -> str | None:
+    """The ATen name of an op (an OpOverload, or an FX node's target) that returns uninitialized memory; None otherwise."""
+    packet = getattr(op, "overloadpacket", None)
+    return str(packet) if packet is not None and packet.__name__ in UNINITIALIZED_OPS else None
+
+
 class ExactSequences(TorchFunctionMode):
     """While active, `arange`, `linspace` and `logspace` asked for a floating dtype below float64 compute in float64.
 
@@ -202,8 +208,7 @@ class EagerTrace(TorchDispatchMode):
         kwargs = kwargs or {}
         if torch.Tag.nondeterministic_seeded in func.tags:
             return self._draw(func, args, kwargs)
-        if func.overloadpacket.__name__ in UNINITIALIZED_OPS:
-            name = str(func.overloadpacket)
+        if (name := uninitialized_op(func)) is not None:
             self.trace.uninitialized[name] = self.trace.uninitialized.get(name, 0) + 1
         scalars = _scalar_arguments(func, args, kwargs)
         # an in-place op overwrites its operand: the probes need it as it was

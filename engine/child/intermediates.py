@@ -18,7 +18,7 @@ from typing import Any
 from engine.child.capture import capture_generated_code
 from engine.child.errors import StageError
 from engine.child.execution import Run, merge_outcomes, run_program, run_repro
-from engine.child.faithful import UNINITIALIZED_OPS
+from engine.child.faithful import uninitialized_op
 from engine.judge.verdicts import LeafKind, Verdict
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport, NodeDiff, NodeSite
 from engine.options import CheckOptions
@@ -256,8 +256,7 @@ def _exposable(node: Any) -> bool:
     schema = getattr(node.target, "_schema", None)
     if schema is not None and schema.is_mutable:  # in-place epilogues (copy_ into inputs) are not values
         return False
-    packet = getattr(node.target, "overloadpacket", None)
-    if packet is not None and packet.__name__ in UNINITIALIZED_OPS:  # memory as the allocator left it: no value to judge
+    if uninitialized_op(node.target) is not None:  # memory as the allocator left it: no value to judge
         return False
     return all(isinstance(s, int) for s in val.shape)  # symbolic sizes: skip rather than guess
 

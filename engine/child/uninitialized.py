@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from engine.child.faithful import UNINITIALIZED_OPS
+from engine.child.faithful import uninitialized_op
 from engine.child.leaves import UnsupportedOutput, dense, tensors_of
 from engine.judge.metrics import bitwise_equal
 
@@ -48,8 +48,9 @@ class Poisoned(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        if func.overloadpacket.__name__ in UNINITIALIZED_OPS and isinstance(out, torch.Tensor) and out.layout == torch.strided:
-            self.ops[str(func.overloadpacket)] = None
+        name = uninitialized_op(func)
+        if name is not None and isinstance(out, torch.Tensor) and out.layout == torch.strided:
+            self.ops[name] = None
             with torch.no_grad():
                 out.fill_(_extreme(out.dtype, self.high))
         return out
