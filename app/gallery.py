@@ -8,10 +8,12 @@ problem line, not raised, so one bad file never empties the gallery.
 from __future__ import annotations
 
 import os
-import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+
+import tomllib
 
 from engine import CheckOptions, OptionsError, Verdict
 
@@ -37,9 +39,22 @@ class Variant:
 
 
 FIGURES = (
-    "numel", "mismatches", "max_ulp", "max_abs", "max_rel", "nan_mismatches", "inf_mismatches", "signed_zero_mismatches",
-    "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max", "eager_value", "compiled_value",
-    "stride", "compiled_stride",
+    "numel",
+    "mismatches",
+    "max_ulp",
+    "max_abs",
+    "max_rel",
+    "nan_mismatches",
+    "inf_mismatches",
+    "signed_zero_mismatches",
+    "eager_ref_rms",
+    "compiled_ref_rms",
+    "eager_ref_max",
+    "compiled_ref_max",
+    "eager_value",
+    "compiled_value",
+    "stride",
+    "compiled_stride",
 )
 
 
@@ -185,7 +200,9 @@ def _measured(path: Path, raw: Any) -> tuple[Measured, ...]:
     found = []
     for name, spec in raw.items():
         if not isinstance(spec, dict) or set(spec) != {"leaf", "figure", "value"} or spec["figure"] not in FIGURES:
-            raise CaseError(f"{path.name}: measured_cpu.{name} must be {{ leaf = ..., figure = one of {', '.join(FIGURES)}, value = ... }}")
+            raise CaseError(
+                f"{path.name}: measured_cpu.{name} must be {{ leaf = ..., figure = one of {', '.join(FIGURES)}, value = ... }}"
+            )
         found.append(Measured(name, str(spec["leaf"]), str(spec["figure"]), spec["value"]))
     return tuple(found)
 
@@ -217,7 +234,9 @@ def _torch_version(path: Path, raw: Any) -> str | None:
     if raw is None or raw == "unmeasured":
         return None
     if not isinstance(raw, str) or minor_version(raw) != raw:
-        raise CaseError(f"{path.name}: a torch version is written major.minor (e.g. \"2.13\") or \"unmeasured\", not {raw!r}")
+        raise CaseError(
+            f'{path.name}: a torch version is written major.minor (e.g. "2.13") or "unmeasured", not {raw!r}'
+        )
     return raw
 
 

@@ -16,9 +16,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from engine.paths import home
 
@@ -182,7 +183,9 @@ class RunStore:
             conn.close()
         return _record(row) if row is not None else None
 
-    def recent(self, limit: int = 50, session: str | None = None, exclude_session: str | None = None) -> list[RunRecord]:
+    def recent(
+        self, limit: int = 50, session: str | None = None, exclude_session: str | None = None
+    ) -> list[RunRecord]:
         """The newest runs: all of them, one session's, or everyone else's."""
         where, args = "", []
         if session is not None:
@@ -207,7 +210,10 @@ class RunStore:
 
     def end_minimization(self, run_id: str, status: str, message: str) -> None:
         with self._connect() as conn:
-            conn.execute("UPDATE minimizations SET status = ?, message = ?, finished = ? WHERE run_id = ?", (status, message, time.time(), run_id))
+            conn.execute(
+                "UPDATE minimizations SET status = ?, message = ?, finished = ? WHERE run_id = ?",
+                (status, message, time.time(), run_id),
+            )
         conn.close()
 
     def minimization(self, run_id: str) -> MinimizationRecord | None:
@@ -243,7 +249,8 @@ class RunStore:
             else:
                 with self._connect() as conn:
                     conn.execute(
-                        "UPDATE runs SET status = ?, finished = ? WHERE id = ? AND status = ?", (INTERRUPTED, time.time(), row["id"], RUNNING)
+                        "UPDATE runs SET status = ?, finished = ? WHERE id = ? AND status = ?",
+                        (INTERRUPTED, time.time(), row["id"], RUNNING),
                     )
                 conn.close()
                 interrupted_runs.append(row["id"])

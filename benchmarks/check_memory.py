@@ -89,11 +89,17 @@ def main() -> None:
         trivial.write_text(TRIVIAL)
         base, _, _ = check(args.tree.resolve(), trivial, root / "cache-trivial", root / "home-trivial", extra)
         base_mb = base["peak_rss_mb"]
-        print(f"engine: {args.tree.resolve()}; a trivial check (torch and transformers imported) peaks at {base_mb:,.0f} MiB")
-        print(f"{'program':<16} {'W MiB':>7} {'verdict':<15} {'s':>6} {'compiling':>9} {'fp64':>6} {'peak MiB':>9} {'peak/W':>7} {'(peak-base)/W':>13} {'VmPeak MiB':>10}")
+        print(
+            f"engine: {args.tree.resolve()}; a trivial check (torch and transformers imported) peaks at {base_mb:,.0f} MiB"
+        )
+        print(
+            f"{'program':<16} {'W MiB':>7} {'verdict':<15} {'s':>6} {'compiling':>9} {'fp64':>6} {'peak MiB':>9} {'peak/W':>7} {'(peak-base)/W':>13} {'VmPeak MiB':>10}"
+        )
         for name in args.names:
             program = MODELS / f"{name}.py"
-            result, seconds, vm = check(args.tree.resolve(), program, root / f"cache-{name}", root / f"home-{name}", extra)
+            result, seconds, vm = check(
+                args.tree.resolve(), program, root / f"cache-{name}", root / f"home-{name}", extra
+            )
             weights = WEIGHTS_MIB.get(name, float("nan"))
             stages = result.get("stage_seconds", {})
             compiling = sum(v for k, v in stages.items() if "compil" in k or "recheck" in k)

@@ -55,7 +55,9 @@ def timed(command: list[str], env: dict[str, str]) -> float:
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO)
     elapsed = time.perf_counter() - start
     if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
     return elapsed
 
 
@@ -65,7 +67,13 @@ def last_result(home: str) -> dict:
 
 
 def output_bytes(result: dict) -> int:
-    return max((leaf["numel"] * (2 if leaf["dtype"] in ("bfloat16", "float16") else 8 if leaf["dtype"] == "float64" else 4) for leaf in result["leaves"]), default=0)
+    return max(
+        (
+            leaf["numel"] * (2 if leaf["dtype"] in ("bfloat16", "float16") else 8 if leaf["dtype"] == "float64" else 4)
+            for leaf in result["leaves"]
+        ),
+        default=0,
+    )
 
 
 def main() -> None:
@@ -74,7 +82,11 @@ def main() -> None:
     ours = [divergence] if Path(divergence).exists() else [sys.executable, "-m", "app.cli.main"]
     rows = []
     for file in files:
-        with tempfile.TemporaryDirectory() as bare_cache, tempfile.TemporaryDirectory() as our_cache, tempfile.TemporaryDirectory() as home:
+        with (
+            tempfile.TemporaryDirectory() as bare_cache,
+            tempfile.TemporaryDirectory() as our_cache,
+            tempfile.TemporaryDirectory() as home,
+        ):
             base = {**os.environ, "DIVERGENCE_HOME": home, "PYTHONPATH": str(REPO)}
             bare_env = {**base, "TORCHINDUCTOR_CACHE_DIR": bare_cache}
             our_env = {**base, "TORCHINDUCTOR_CACHE_DIR": our_cache}
@@ -84,14 +96,18 @@ def main() -> None:
             ours_warm = timed([*ours, "check", "-q", file], our_env)
             warm = last_result(home)
             # in a process of its own: the app caches its store (of this home) for the process's life
-            shown = subprocess.run([sys.executable, __file__, "--first-view", home], capture_output=True, text=True, cwd=REPO, env=base)
+            shown = subprocess.run(
+                [sys.executable, __file__, "--first-view", home], capture_output=True, text=True, cwd=REPO, env=base
+            )
             if shown.returncode:
                 raise SystemExit(f"the app's view of the run failed:\n{shown.stdout[-2000:]}\n{shown.stderr[-2000:]}")
             views = tuple(json.loads(shown.stdout.strip().splitlines()[-1]))
             repeat, in_worker = warm_worker(file, our_cache, home)
         rows.append((file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, warm, in_worker, views))
 
-    print(f"{'program':44} {'bare cold':>9} {'ours cold':>9} {'ratio':>6} {'bare warm':>9} {'ours warm':>9} {'ratio':>6} {'warm worker':>11}")
+    print(
+        f"{'program':44} {'bare cold':>9} {'ours cold':>9} {'ratio':>6} {'bare warm':>9} {'ours warm':>9} {'ratio':>6} {'warm worker':>11}"
+    )
     for file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, *_ in rows:
         print(
             f"{Path(file).name:44} {bare_cold:9.2f} {ours_cold:9.2f} {ours_cold / bare_cold:6.2f} "
@@ -102,7 +118,9 @@ def main() -> None:
         stages = warm["stage_seconds"]
         total = sum(stages.values())
         size = output_bytes(warm)
-        print(f"{Path(file).name}: warm `divergence check` {ours_warm:.2f} s; its stages sum to {total:.2f} s (the CLI's own start and exit: {ours_warm - total:.2f} s)")
+        print(
+            f"{Path(file).name}: warm `divergence check` {ours_warm:.2f} s; its stages sum to {total:.2f} s (the CLI's own start and exit: {ours_warm - total:.2f} s)"
+        )
         print("  " + " · ".join(f"{name} {seconds:.2f}" for name, seconds in stages.items()))
         for label, result in (("CLI", warm), ("warm worker", in_worker)):
             s = result["stage_seconds"]
@@ -111,7 +129,9 @@ def main() -> None:
                 f"  {label}: comparing {s.get('comparing', 0):.2f} s ({s.get('comparing', 0) / wall:.0%} of the check), saving {s.get('saving', 0):.2f} s; "
                 f"peak RSS {result['peak_rss_mb'] / 1024:.2f} GiB = {result['peak_rss_mb'] * 2**20 / size:.1f}x one output ({size / 2**20:.0f} MiB)"
             )
-        print(f"  the app, from the stored run: heatmap + histogram + worst elements {figures * 1000:.0f} ms; the whole results page (AppTest) {page:.2f} s")
+        print(
+            f"  the app, from the stored run: heatmap + histogram + worst elements {figures * 1000:.0f} ms; the whole results page (AppTest) {page:.2f} s"
+        )
         print(f"  verdict: {warm['verdict']}; notes: {'; '.join(warm['notes']) or '-'}")
 
 
@@ -123,8 +143,8 @@ def first_view(home: str) -> tuple[float, float]:
     import plotly.io
     from streamlit.testing.v1 import AppTest
 
-    from app.web import heatmap as hm
     from app.store import RunRecord, RunStore
+    from app.web import heatmap as hm
     from engine import CheckResult
 
     run_dir = sorted((Path(home) / "runs").iterdir(), key=lambda p: p.stat().st_mtime)[-1]
@@ -134,7 +154,9 @@ def first_view(home: str) -> tuple[float, float]:
     arrays, summary = result.load_arrays(leaf), result.load_summary(leaf)
     shape = tuple(int(n) for n in summary["shape"])
     spec = hm.default_spec(shape, leaf.worst_index)
-    view = hm.heatmap(arrays, hm.Metric.ABS, spec, dtype=leaf.dtype, pooled=hm.summary_pooled(summary, hm.Metric.ABS, spec, shape))
+    view = hm.heatmap(
+        arrays, hm.Metric.ABS, spec, dtype=leaf.dtype, pooled=hm.summary_pooled(summary, hm.Metric.ABS, spec, shape)
+    )
     plotly.io.to_json(view.figure, validate=False)
     plotly.io.to_json(hm.histogram_figure(summary["histogram"]), validate=False)
     hm.summary_worst(summary, hm.Metric.ABS, shape, leaf.dtype)
@@ -142,7 +164,9 @@ def first_view(home: str) -> tuple[float, float]:
 
     os.environ["DIVERGENCE_HOME"] = home
     RunStore().add(RunRecord(run_dir.name, time.time(), "benchmark", "paste", str(run_dir), result.options.to_json()))
-    AppTest.from_file(str(REPO / "app" / "web" / "main.py"), default_timeout=300).run()  # imports, and the app starts its worker
+    AppTest.from_file(
+        str(REPO / "app" / "web" / "main.py"), default_timeout=300
+    ).run()  # imports, and the app starts its worker
     time.sleep(15)  # let that worker import torch, off the measured page
     page = AppTest.from_file(str(REPO / "app" / "web" / "main.py"), default_timeout=300)
     page.query_params["run"] = run_dir.name

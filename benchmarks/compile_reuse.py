@@ -42,8 +42,12 @@ def main() -> None:
         runs = [
             ("A check (cold)", base),
             ("B minimizer's original, now", base),
-            ("D minimizer's candidates", base.replace(provenance=False, recheck_precision_casts=False, recheck_random=False).with_inductor_config(
-                fallback_random=True, emulate_precision_casts=True)),
+            (
+                "D minimizer's candidates",
+                base.replace(
+                    provenance=False, recheck_precision_casts=False, recheck_random=False
+                ).with_inductor_config(fallback_random=True, emulate_precision_casts=True),
+            ),
             ("C minimizer's original, before", base.replace(provenance=False)),
         ]
         with Runner(cache_dir=Path(scratch) / "inductor") as runner:
@@ -51,13 +55,17 @@ def main() -> None:
             for label, options in runs:
                 details: list[str] = []
                 start = time.perf_counter()
-                result = runner.check(source, options, args.program.name, on_progress=lambda p: details.append(getattr(p, "detail", "")))
+                result = runner.check(
+                    source, options, args.program.name, on_progress=lambda p: details.append(getattr(p, "detail", ""))
+                )
                 seconds = time.perf_counter() - start
                 compile_s = sum(v for k, v in result.stage_seconds.items() if k == "compiling" or "recheck" in k)
                 phases = [d for i, d in enumerate(details) if d and (i == 0 or d != details[i - 1])]  # each phase once
                 loads = sum(1 for d in phases if "from Inductor's cache" in d)
                 lowered = sum(1 for d in phases if d.endswith(": lowering"))
-                cache = f"{loads} graph(s) loaded, {lowered} lowered" if any(details) else "(no compile phases reported)"
+                cache = (
+                    f"{loads} graph(s) loaded, {lowered} lowered" if any(details) else "(no compile phases reported)"
+                )
                 print(f"{label:<32} {result.verdict.value:<15} {seconds:>6.1f} {compile_s:>9.1f}  {cache}", flush=True)
 
 

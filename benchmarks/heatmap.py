@@ -45,12 +45,16 @@ def synthetic(shape: tuple[int, ...], seed: int = 0) -> dict[str, np.ndarray]:
     flat[11] = -0.0
     e_bits = eager.view(np.int32).astype(np.int64)
     c_bits = compiled.view(np.int32).astype(np.int64)
-    ulp = np.abs(np.where(e_bits < 0, -(e_bits & 0x7FFFFFFF), e_bits) - np.where(c_bits < 0, -(c_bits & 0x7FFFFFFF), c_bits)).astype(np.float64)
+    ulp = np.abs(
+        np.where(e_bits < 0, -(e_bits & 0x7FFFFFFF), e_bits) - np.where(c_bits < 0, -(c_bits & 0x7FFFFFFF), c_bits)
+    ).astype(np.float64)
     ulp[np.isnan(compiled)] = np.inf
     return {"eager": eager, "compiled": compiled, "ulp": ulp, "ref": ref}
 
 
-def measure(name: str, shape: tuple[int, ...], metric: Metric, repeat: int) -> tuple[float, int, tuple[int, int], tuple[int, int]]:
+def measure(
+    name: str, shape: tuple[int, ...], metric: Metric, repeat: int
+) -> tuple[float, int, tuple[int, int], tuple[int, int]]:
     arrays = synthetic(shape)
     spec = default_spec(shape)
     best = float("inf")
@@ -67,7 +71,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported (default 3)")
     args = parser.parse_args()
-    print(f"{'output':<14} {'metric':<6} {'slice':<11} {'grid':<9} {'block':<7} {'prepare+json':>12} {'bytes':>10}  goal")
+    print(
+        f"{'output':<14} {'metric':<6} {'slice':<11} {'grid':<9} {'block':<7} {'prepare+json':>12} {'bytes':>10}  goal"
+    )
     ok = True
     for name, shape in CASES.items():
         for metric in (Metric.ABS, Metric.RATIO):
@@ -83,7 +89,13 @@ def main() -> int:
     for label, fn in (
         ("ULP histogram, 16M elements", lambda: plotly.io.to_json(ulp_histogram(arrays["ulp"]), validate=False)),
         ("10 worst elements, 16M elements", lambda: worst_elements(arrays, Metric.ABS, 10)),
-        ("one 8x8 block at full resolution", lambda: plotly.io.to_json(block_detail(arrays, Metric.ABS, default_spec((4096, 4096)), (1360, 1368), (1360, 1368)).figure, validate=False)),
+        (
+            "one 8x8 block at full resolution",
+            lambda: plotly.io.to_json(
+                block_detail(arrays, Metric.ABS, default_spec((4096, 4096)), (1360, 1368), (1360, 1368)).figure,
+                validate=False,
+            ),
+        ),
     ):
         t0 = time.perf_counter()
         fn()

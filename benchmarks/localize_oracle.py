@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             agree += ok
             total += 1
             shown = found or report.status
-            print(f"{name:44} expected {expected or '(no node)':32} found {shown:34} {'yes' if ok else 'NO'}  {time.time() - started:5.1f} s", flush=True)
+            print(
+                f"{name:44} expected {expected or '(no node)':32} found {shown:34} {'yes' if ok else 'NO'}  {time.time() - started:5.1f} s",
+                flush=True,
+            )
             if not ok and report.first is not None:
                 print(f"    {report.first.explanation[:300]}")
     finally:

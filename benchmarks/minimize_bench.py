@@ -38,9 +38,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "minimize_corpus"
@@ -95,9 +96,14 @@ def same_bug(meta: dict[str, object], run: Checked | None, confirmed: bool) -> t
     missing = [o for o in meta["ops"] if o not in ops]  # type: ignore[union-attr]
     if meta["first_op"]:
         found = report.first.op if report is not None and report.first is not None else None
-        return confirmed and found == meta["first_op"], f"starts at {found}" if found else f"first diverging intermediate: {report.status if report else 'none'}"
+        return confirmed and found == meta[
+            "first_op"
+        ], f"starts at {found}" if found else f"first diverging intermediate: {report.status if report else 'none'}"
     status = report.status if report is not None else "none"
-    return confirmed and status == "none-diverges" and not missing, f"{status}; missing ops {missing}" if missing else status
+    return (
+        confirmed and status == "none-diverges" and not missing,
+        f"{status}; missing ops {missing}" if missing else status,
+    )
 
 
 def verified(program: str, options: CheckOptions, runner: Runner, work: Path) -> bool:
@@ -109,21 +115,44 @@ def verified(program: str, options: CheckOptions, runner: Runner, work: Path) ->
 
 
 def run_ours(name: str, source: str, meta: dict[str, object], runner: Runner, work: Path, budget: float) -> Row:
-    result = minimize(source, CheckOptions(device="cpu", timeout_s=120), runner, work, budget_s=max(30.0, budget - OURS_MARGIN_S),
-                      use_shrinkray=False, ablation=False, filename=f"{name}.py")
+    result = minimize(
+        source,
+        CheckOptions(device="cpu", timeout_s=120),
+        runner,
+        work,
+        budget_s=max(30.0, budget - OURS_MARGIN_S),
+        use_shrinkray=False,
+        ablation=False,
+        filename=f"{name}.py",
+    )
     same, why = same_bug(meta, result.final_check, result.confirmed)
     refused = ", ".join(f"{n} {o}" for o, n in result.refused)
-    note = f"{why}; {result.guard_calls} start guards ({result.guard_seconds:.0f} s); refused: {refused}" + ("; fell back" if result.fell_back else "")
-    return Row(name, "ours", result.final.lines, result.final.tokens, result.elapsed_s, result.oracle_calls,
-               result.repro_verified and result.confirmed, same, note)
+    note = f"{why}; {result.guard_calls} start guards ({result.guard_seconds:.0f} s); refused: {refused}" + (
+        "; fell back" if result.fell_back else ""
+    )
+    return Row(
+        name,
+        "ours",
+        result.final.lines,
+        result.final.tokens,
+        result.elapsed_s,
+        result.oracle_calls,
+        result.repro_verified and result.confirmed,
+        same,
+        note,
+    )
 
 
-def run_shrinkray_alone(executable: str, name: str, source: str, meta: dict[str, object], runner: Runner, work: Path, budget: float) -> Row:
+def run_shrinkray_alone(
+    executable: str, name: str, source: str, meta: dict[str, object], runner: Runner, work: Path, budget: float
+) -> Row:
     oracle = DivergenceOracle(runner, CheckOptions(device="cpu", timeout_s=120), work, filename=f"{name}.py")
     started = time.monotonic()
     oracle.establish(source)
     decide = shrinkray_decider(oracle, keeps_style(canonical(source)))
-    run = run_shrinkray(executable, canonical(source), decide, budget_s=max(1.0, budget - OURS_MARGIN_S))  # as ours: after establishing
+    run = run_shrinkray(
+        executable, canonical(source), decide, budget_s=max(1.0, budget - OURS_MARGIN_S)
+    )  # as ours: after establishing
     seconds = time.monotonic() - started
     calls = oracle.calls
     program = run.result if statically_plausible(run.result) else canonical(source)
@@ -144,21 +173,43 @@ def _program_part(repro: str) -> str:
 def run_minifier(name: str, meta: dict[str, object], work: Path, budget: float, python: str) -> Row:
     work.mkdir(parents=True, exist_ok=True)
     (work / "driver.py").write_text(DRIVER)
-    env = {**os.environ, "TORCHDYNAMO_REPRO_AFTER": "aot", "TORCHDYNAMO_REPRO_LEVEL": "4", "TORCHINDUCTOR_CACHE_DIR": str(work / "cache")}
+    env = {
+        **os.environ,
+        "TORCHDYNAMO_REPRO_AFTER": "aot",
+        "TORCHDYNAMO_REPRO_LEVEL": "4",
+        "TORCHINDUCTOR_CACHE_DIR": str(work / "cache"),
+    }
     started = time.monotonic()
     try:
-        dump = subprocess.run([python, "driver.py", str(CORPUS / f"{name}.py")], cwd=work, env=env, capture_output=True, text=True, timeout=budget)
+        dump = subprocess.run(
+            [python, "driver.py", str(CORPUS / f"{name}.py")],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=budget,
+        )
     except subprocess.TimeoutExpired:
         return Row(name, "minifier", None, None, budget, None, False, False, "the dump run timed out")
     launchers = sorted(work.glob("torch_compile_debug/run_*/minifier/minifier_launcher.py"))
     if not launchers:
-        why = "no accuracy failure detected" if "accuracy check passed" in dump.stdout else f"no launcher written: {(dump.stdout + dump.stderr).strip().splitlines()[-1:]}"
+        why = (
+            "no accuracy failure detected"
+            if "accuracy check passed" in dump.stdout
+            else f"no launcher written: {(dump.stdout + dump.stderr).strip().splitlines()[-1:]}"
+        )
         return Row(name, "minifier", None, None, time.monotonic() - started, None, False, False, why)
     launcher = launchers[0]
     left = max(1.0, budget - (time.monotonic() - started))
     try:
-        done = subprocess.run([python, launcher.name, "minify"], cwd=launcher.parent, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(work / "cache")},
-                              capture_output=True, text=True, timeout=left)
+        done = subprocess.run(
+            [python, launcher.name, "minify"],
+            cwd=launcher.parent,
+            env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(work / "cache")},
+            capture_output=True,
+            text=True,
+            timeout=left,
+        )
         log, timed_out = done.stdout + done.stderr, False
     except subprocess.TimeoutExpired as exc:
         log, timed_out = str(exc.stdout or "") + str(exc.stderr or ""), True
@@ -168,7 +219,17 @@ def run_minifier(name: str, meta: dict[str, object], work: Path, budget: float, 
     if not repro_path.exists():  # cut short: its last checkpoint is the best it had
         checkpoints = sorted(launcher.parent.glob("**/checkpoints/*.py"), key=lambda p: p.stat().st_mtime)
         if not checkpoints:
-            return Row(name, "minifier", None, None, seconds, None, False, False, "timed out before its first checkpoint" if timed_out else "no repro.py")
+            return Row(
+                name,
+                "minifier",
+                None,
+                None,
+                seconds,
+                None,
+                False,
+                False,
+                "timed out before its first checkpoint" if timed_out else "no repro.py",
+            )
         shutil.copy(checkpoints[-1], repro_path)
     repro = repro_path.read_text()
     program = _program_part(repro)
@@ -178,15 +239,30 @@ def run_minifier(name: str, meta: dict[str, object], work: Path, budget: float, 
     script = repro.replace("command='minify'", "command='run'")
     (launcher.parent / "check_repro.py").write_text(script)
     try:
-        check = subprocess.run([python, "check_repro.py"], cwd=launcher.parent, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(work / "cache-check")},
-                               capture_output=True, text=True, timeout=300)
+        check = subprocess.run(
+            [python, "check_repro.py"],
+            cwd=launcher.parent,
+            env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(work / "cache-check")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         ok = check.returncode != 0 and "AccuracyError" in check.stdout + check.stderr
     except subprocess.TimeoutExpired:
         ok = False
     nodes = len(re.findall(r"torch\.ops\.", program))
     note = f"{nodes} ATen nodes" + ("; cut short at the budget (last checkpoint)" if timed_out else "")
-    return Row(name, "minifier", size.lines if size else None, size.tokens if size else None, seconds,
-               int(queries[-1]) if queries else None, ok, same, note)
+    return Row(
+        name,
+        "minifier",
+        size.lines if size else None,
+        size.tokens if size else None,
+        seconds,
+        int(queries[-1]) if queries else None,
+        ok,
+        same,
+        note,
+    )
 
 
 def fmt(row: Row) -> str:
@@ -200,7 +276,12 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=300.0, help="seconds per program and tool")
     parser.add_argument("--programs", default=",".join(corpus()))
     parser.add_argument("--tools", default=",".join(TOOLS))
-    parser.add_argument("--cache-root", type=Path, default=ROOT / ".cache" / "bench", help="one Inductor cache per tool below it (the minifier's is always cold)")
+    parser.add_argument(
+        "--cache-root",
+        type=Path,
+        default=ROOT / ".cache" / "bench",
+        help="one Inductor cache per tool below it (the minifier's is always cold)",
+    )
     parser.add_argument("--json", type=Path, help="also write every row as JSON")
     args = parser.parse_args()
     meta = corpus()
@@ -224,16 +305,23 @@ def main() -> int:
                     row = run_minifier(name, meta[name], work, args.budget, sys.executable)
                 else:
                     with Runner(cache_dir=args.cache_root / tool) as runner:
-                        row = (run_ours(name, source, meta[name], runner, work, args.budget) if tool == "ours"
-                               else run_shrinkray_alone(shrinkray or "", name, source, meta[name], runner, work, args.budget))
+                        row = (
+                            run_ours(name, source, meta[name], runner, work, args.budget)
+                            if tool == "ours"
+                            else run_shrinkray_alone(
+                                shrinkray or "", name, source, meta[name], runner, work, args.budget
+                            )
+                        )
                 rows.append(row)
                 print(fmt(row), flush=True)
     for tool in tools:
         mine = [r for r in rows if r.tool == tool]
         lines = [r.lines for r in mine if r.lines is not None]
-        print(f"{tool}: median {statistics.median(lines) if lines else float('nan'):.1f} lines, "
-              f"{sum(r.verified for r in mine)}/{len(mine)} verified, {sum(r.same_bug for r in mine)}/{len(mine)} same bug, "
-              f"median {statistics.median([r.seconds for r in mine]) if mine else float('nan'):.0f} s")
+        print(
+            f"{tool}: median {statistics.median(lines) if lines else float('nan'):.1f} lines, "
+            f"{sum(r.verified for r in mine)}/{len(mine)} verified, {sum(r.same_bug for r in mine)}/{len(mine)} same bug, "
+            f"median {statistics.median([r.seconds for r in mine]) if mine else float('nan'):.0f} s"
+        )
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))
     return 0

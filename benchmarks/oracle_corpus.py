@@ -15,8 +15,9 @@ Only torch; imported by the benchmark, which runs them in its own process (they 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -58,7 +59,13 @@ class ConvNet(nn.Module):
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU())
         self.blocks = nn.ModuleList(
-            nn.Sequential(nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32))
+            nn.Sequential(
+                nn.Conv2d(32, 32, 3, padding=1),
+                nn.BatchNorm2d(32),
+                nn.ReLU(),
+                nn.Conv2d(32, 32, 3, padding=1),
+                nn.BatchNorm2d(32),
+            )
             for _ in range(2)
         )
         self.head = nn.Linear(32, 10)
@@ -104,9 +111,15 @@ def _benign() -> list[Program]:
         Program("transformer block (bf16, 4x128x256)", block_bf16, lambda: (torch.randn(4, 128, 256).bfloat16(),)),
         Program("conv net (fp32, 8x3x64x64)", conv, lambda: (torch.randn(8, 3, 64, 64),)),
         Program("softmax (1024x1024)", _softmax, lambda: (torch.randn(1024, 1024),)),
-        Program("layer norm (1024x1024)", _layernorm, lambda: (torch.randn(1024, 1024) * 4 + 1, torch.rand(1024) + 0.5, torch.randn(1024))),
+        Program(
+            "layer norm (1024x1024)",
+            _layernorm,
+            lambda: (torch.randn(1024, 1024) * 4 + 1, torch.rand(1024) + 0.5, torch.randn(1024)),
+        ),
         Program("sums (2^20 elements)", _sums, lambda: (torch.randn(1 << 20) + 0.5,)),
-        Program("ill-conditioned (x-1)^7, centred sums", _ill_conditioned, lambda: (1 + (torch.rand(64, 512) - 0.5) * 1e-2,)),
+        Program(
+            "ill-conditioned (x-1)^7, centred sums", _ill_conditioned, lambda: (1 + (torch.rand(64, 512) - 0.5) * 1e-2,)
+        ),
     ]
 
 
@@ -119,7 +132,9 @@ class ScalarKeptInFp32(TorchFunctionMode):
     """Inductor's bug class (pytorch#186875) as a fault: fmod/remainder of a bf16/fp16 tensor by a Python
     float computed in fp32 with the scalar unrounded, then rounded once; eager rounds the scalar first."""
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         if func in _SCALAR_OPS and len(args) == 2 and isinstance(args[1], float) and isinstance(args[0], torch.Tensor):
             x = args[0]
@@ -187,14 +202,37 @@ def _faults() -> list[Program]:
 
     root = Path(__file__).resolve().parent.parent
     namespace: dict[str, Any] = {}
-    exec(compile((root / "sample_cases" / "forecaster_remainder_bf16.py").read_text(), "forecaster_remainder_bf16.py", "exec"), namespace)
+    exec(
+        compile(
+            (root / "sample_cases" / "forecaster_remainder_bf16.py").read_text(), "forecaster_remainder_bf16.py", "exec"
+        ),
+        namespace,
+    )
     forecaster, forecaster_inputs = namespace["fn"], namespace["inputs"]
     noisy = _seeded(NoisyMLP)
     scalar = "scalar kept in fp32 (compiled more accurate)"
     return [
-        Program("remainder(x_bf16, 0.7)", _remainder_bf16, lambda: ((torch.randn(256) * 3).bfloat16(),), scalar, _under(ScalarKeptInFp32, _remainder_bf16)),
-        Program("fmod(x_fp16, 0.3)", _fmod_fp16, lambda: ((torch.randn(256) * 3).half(),), scalar, _under(ScalarKeptInFp32, _fmod_fp16)),
-        Program("bf16 forecaster (remainder by 0.7)", forecaster, forecaster_inputs, scalar, _under(ScalarKeptInFp32, forecaster)),
+        Program(
+            "remainder(x_bf16, 0.7)",
+            _remainder_bf16,
+            lambda: ((torch.randn(256) * 3).bfloat16(),),
+            scalar,
+            _under(ScalarKeptInFp32, _remainder_bf16),
+        ),
+        Program(
+            "fmod(x_fp16, 0.3)",
+            _fmod_fp16,
+            lambda: ((torch.randn(256) * 3).half(),),
+            scalar,
+            _under(ScalarKeptInFp32, _fmod_fp16),
+        ),
+        Program(
+            "bf16 forecaster (remainder by 0.7)",
+            forecaster,
+            forecaster_inputs,
+            scalar,
+            _under(ScalarKeptInFp32, forecaster),
+        ),
         Program(
             "explicit bf16 quantization",
             _quantize,
@@ -202,8 +240,20 @@ def _faults() -> list[Program]:
             "explicit rounding skipped (compiled more accurate)",
             _quantize_skipped,
         ),
-        Program("x * 2 + rand_like(x)", _jittered, lambda: (torch.randn(64, 64),), "1% off behind a random reference", _one_percent_off(_jittered)),
-        Program("noisy MLP (randn_like)", noisy, lambda: (torch.randn(32, 128),), "1% off behind a random reference", _one_percent_off(noisy)),
+        Program(
+            "x * 2 + rand_like(x)",
+            _jittered,
+            lambda: (torch.randn(64, 64),),
+            "1% off behind a random reference",
+            _one_percent_off(_jittered),
+        ),
+        Program(
+            "noisy MLP (randn_like)",
+            noisy,
+            lambda: (torch.randn(32, 128),),
+            "1% off behind a random reference",
+            _one_percent_off(noisy),
+        ),
     ]
 
 
@@ -236,7 +286,9 @@ def round_in_fp32(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return bits.view(torch.float32)
 
 
-def scalar_op(variant: str, op: Callable[[torch.Tensor, float], torch.Tensor], x: torch.Tensor, value: float) -> torch.Tensor:
+def scalar_op(
+    variant: str, op: Callable[[torch.Tensor, float], torch.Tensor], x: torch.Tensor, value: float
+) -> torch.Tensor:
     """`op(x, value)` for a bf16/fp16 x: eager rounds `value` to x's dtype; "fault" keeps it in fp32 (what Inductor
     does for add/sub/pow/remainder/fmod on torch 2.13); "clean" rounds it first, as eager does."""
     if variant == "eager":
@@ -311,12 +363,18 @@ class LlamaBlock(Variant):
     """RMSNorm (fp32 inside, cast back as HF does), attention with an explicit softmax, SwiGLU; bf16 or fp16.
     `rounding` names the fp32 intermediate the fault variant rounds to the dtype (an added rounding)."""
 
-    def __init__(self, rounding: str, width: int = 128, heads: int = 4, hidden: int = 344, dropout: float = 0.0) -> None:
+    def __init__(
+        self, rounding: str, width: int = 128, heads: int = 4, hidden: int = 344, dropout: float = 0.0
+    ) -> None:
         super().__init__()
         self.rounding, self.heads, self.dropout = rounding, heads, dropout
         self.w1, self.w2 = nn.Parameter(torch.ones(width)), nn.Parameter(torch.ones(width))
         self.qkv, self.o = nn.Linear(width, 3 * width, bias=False), nn.Linear(width, width, bias=False)
-        self.gate, self.up, self.down = nn.Linear(width, hidden, bias=False), nn.Linear(width, hidden, bias=False), nn.Linear(hidden, width, bias=False)
+        self.gate, self.up, self.down = (
+            nn.Linear(width, hidden, bias=False),
+            nn.Linear(width, hidden, bias=False),
+            nn.Linear(hidden, width, bias=False),
+        )
 
     def _round(self, what: str, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return round_in_fp32(x, dtype) if self.variant == "fault" and self.rounding == what else x
@@ -355,7 +413,9 @@ class FakeQuantMLP(Variant):
 
     def _q(self, x: torch.Tensor) -> torch.Tensor:
         if self.variant == "eager":
-            return x.to(self.dtype).to(x.dtype)  # as written (Inductor elides this pair inside a kernel: precision-cast)
+            return x.to(self.dtype).to(
+                x.dtype
+            )  # as written (Inductor elides this pair inside a kernel: precision-cast)
         return x if self.variant == "fault" else round_in_fp32(x, self.dtype)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -405,7 +465,9 @@ class TableActivation(Variant):
         self.table = nn.Parameter(torch.randn(17) * 0.5 + torch.linspace(-4, 4, 17).clamp(min=0))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        u = (((self.a(x).float() * 3).clamp(-4, 4) + 4) * 2)  # knot coordinates in [0, 16]; a few percent in the last segment
+        u = (
+            (self.a(x).float() * 3).clamp(-4, 4) + 4
+        ) * 2  # knot coordinates in [0, 16]; a few percent in the last segment
         top = 14 if self.variant == "fault" else 15
         i = u.floor().clamp(0, top)
         frac = u - i
@@ -482,7 +544,15 @@ FAMILIES = {
 }
 
 
-def _pair(name: str, family: str, build: Callable[[], Variant], dtype: torch.dtype | None, inputs: Callable[[], tuple[Any, ...]], options: dict[str, Any] | None = None, own: str = "out[1]") -> tuple[Case, Case]:
+def _pair(
+    name: str,
+    family: str,
+    build: Callable[[], Variant],
+    dtype: torch.dtype | None,
+    inputs: Callable[[], tuple[Any, ...]],
+    options: dict[str, Any] | None = None,
+    own: str = "out[1]",
+) -> tuple[Case, Case]:
     """The fault case and its clean twin: the same weights, eager the program as written."""
     torch.manual_seed(0)
     eager = build().eval()
@@ -522,29 +592,101 @@ def one_ulp_cases() -> list[tuple[Case, Case]]:
         pairs += [
             _pair(f"image (img - 0.45) / 0.226 -> conv net ({s})", "scalar", lambda: ImageNormalizer("sub"), dt, image),
             _pair(f"image img ** 2.2 -> conv net ({s})", "scalar", lambda: ImageNormalizer("pow"), dt, image),
-            _pair(f"event encoder, phase remainder(t, 0.7) ({s})", "scalar", lambda: PhaseEncoder("remainder"), dt, events),
+            _pair(
+                f"event encoder, phase remainder(t, 0.7) ({s})", "scalar", lambda: PhaseEncoder("remainder"), dt, events
+            ),
             _pair(f"event encoder, phase fmod(t, 0.7) ({s})", "scalar", lambda: PhaseEncoder("fmod"), dt, events),
             _pair(f"block -> softplus(h) + 0.3 ({s})", "scalar", lambda: ShiftedHead("add"), dt, tokens),
             _pair(f"block -> hinge relu(0.7 - h) ({s})", "scalar", lambda: ShiftedHead("rsub"), dt, tokens),
-            _pair(f"block, layer-scaled residual add(x, h, alpha=0.3) ({s})", "scalar", lambda: ShiftedHead("alpha"), dt, tokens),
-            _pair(f"llama block, RMS scale rounded to {s} (added)", "rounding", lambda: LlamaBlock("scale"), dt, tokens),
-            _pair(f"llama block, softmax exp rounded to {s} (added)", "rounding", lambda: LlamaBlock("exp"), dt, tokens),
-            _pair(f"llama block, centred norm's mean rounded to {s} (added)", "rounding", lambda: LlamaBlock("mean"), dt, tokens),
-            _pair(f"fp32 MLP, activations fake-quantised to {s}, rounding skipped", "rounding", lambda dt=dt: FakeQuantMLP("activations", dt), None, lambda: (torch.randn(64, 128),)),
-            _pair(f"fp32 MLP, weights fake-quantised to {s}, rounding skipped", "rounding", lambda dt=dt: FakeQuantMLP("weights", dt), None, lambda: (torch.randn(64, 128),)),
+            _pair(
+                f"block, layer-scaled residual add(x, h, alpha=0.3) ({s})",
+                "scalar",
+                lambda: ShiftedHead("alpha"),
+                dt,
+                tokens,
+            ),
+            _pair(
+                f"llama block, RMS scale rounded to {s} (added)", "rounding", lambda: LlamaBlock("scale"), dt, tokens
+            ),
+            _pair(
+                f"llama block, softmax exp rounded to {s} (added)", "rounding", lambda: LlamaBlock("exp"), dt, tokens
+            ),
+            _pair(
+                f"llama block, centred norm's mean rounded to {s} (added)",
+                "rounding",
+                lambda: LlamaBlock("mean"),
+                dt,
+                tokens,
+            ),
+            _pair(
+                f"fp32 MLP, activations fake-quantised to {s}, rounding skipped",
+                "rounding",
+                lambda dt=dt: FakeQuantMLP("activations", dt),
+                None,
+                lambda: (torch.randn(64, 128),),
+            ),
+            _pair(
+                f"fp32 MLP, weights fake-quantised to {s}, rounding skipped",
+                "rounding",
+                lambda dt=dt: FakeQuantMLP("weights", dt),
+                None,
+                lambda: (torch.randn(64, 128),),
+            ),
             _pair(f"time buckets, edge ties off by one ({s})", "index", lambda: BucketEncoder("tie"), dt, grid_events),
-            _pair(f"time buckets, t // 0.1 as floor(t / 0.1) ({s} encoder, fp32 times)", "index", lambda: BucketEncoder("floordiv"), dt, lambda dt=dt: (torch.randn(4, 96, 4).to(dt), torch.randint(0, 26, (4, 96)) * 0.05)),
+            _pair(
+                f"time buckets, t // 0.1 as floor(t / 0.1) ({s} encoder, fp32 times)",
+                "index",
+                lambda: BucketEncoder("floordiv"),
+                dt,
+                lambda dt=dt: (torch.randn(4, 96, 4).to(dt), torch.randint(0, 26, (4, 96)) * 0.05),
+            ),
             _pair(f"lookup-table activation, last segment index off by one ({s})", "index", TableActivation, dt, rows),
             _pair(f"sigmoid gate as 1 - sigmoid(-x) ({s})", "small", lambda: SmallValues("sigmoid"), dt, rows),
-            _pair(f"variance head softplus as log(1 + exp(h)) ({s})", "small", lambda: SmallValues("softplus"), dt, rows),
-            _pair(f"noisy input, dropout, x - 0.45 ({s}, fallback_random)", "random", NoisyNormalizer, dt, rows, {"fallback_random": True}),
-            _pair(f"llama block, attention dropout, RMS scale rounded ({s}, fallback_random)", "random", lambda: LlamaBlock("scale", dropout=0.1), dt, tokens, {"fallback_random": True}),
-            _pair(f"dropout, softplus as log(1 + exp(h)) ({s}, fallback_random)", "random", lambda: SmallValues("softplus", dropout=0.1), dt, rows, {"fallback_random": True}),
+            _pair(
+                f"variance head softplus as log(1 + exp(h)) ({s})", "small", lambda: SmallValues("softplus"), dt, rows
+            ),
+            _pair(
+                f"noisy input, dropout, x - 0.45 ({s}, fallback_random)",
+                "random",
+                NoisyNormalizer,
+                dt,
+                rows,
+                {"fallback_random": True},
+            ),
+            _pair(
+                f"llama block, attention dropout, RMS scale rounded ({s}, fallback_random)",
+                "random",
+                lambda: LlamaBlock("scale", dropout=0.1),
+                dt,
+                tokens,
+                {"fallback_random": True},
+            ),
+            _pair(
+                f"dropout, softplus as log(1 + exp(h)) ({s}, fallback_random)",
+                "random",
+                lambda: SmallValues("softplus", dropout=0.1),
+                dt,
+                rows,
+                {"fallback_random": True},
+            ),
         ]
     tokens16 = lambda: (torch.randn(4, 64, 128).half(),)
     pairs += [
-        _pair("attention probabilities below fp16's normal range flushed to zero (fp16)", "small", lambda: SmallValues("ftz"), torch.float16, tokens16),
-        _pair("attention dropout, probabilities flushed to zero (fp16, fallback_random)", "random", lambda: SmallValues("ftz", dropout=0.1), torch.float16, tokens16, {"fallback_random": True}),
+        _pair(
+            "attention probabilities below fp16's normal range flushed to zero (fp16)",
+            "small",
+            lambda: SmallValues("ftz"),
+            torch.float16,
+            tokens16,
+        ),
+        _pair(
+            "attention dropout, probabilities flushed to zero (fp16, fallback_random)",
+            "random",
+            lambda: SmallValues("ftz", dropout=0.1),
+            torch.float16,
+            tokens16,
+            {"fallback_random": True},
+        ),
     ]
     return pairs
 
@@ -569,10 +711,49 @@ def zoo_models() -> list[Case]:
         return []
     ids = lambda: (torch.randint(0, 1000, (2, 128)),)
     configs = {
-        "GPT-2": (lambda: T.GPT2LMHeadModel(T.GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=1000, n_positions=256)), ids, True),
-        "Llama": (lambda: T.LlamaForCausalLM(T.LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256)), ids, True),
-        "BERT": (lambda: T.BertModel(T.BertConfig(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024, vocab_size=1000)), ids, False),
-        "ViT": (lambda: T.ViTModel(T.ViTConfig(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024, image_size=64, patch_size=8)), None, False),
+        "GPT-2": (
+            lambda: T.GPT2LMHeadModel(T.GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=1000, n_positions=256)),
+            ids,
+            True,
+        ),
+        "Llama": (
+            lambda: T.LlamaForCausalLM(
+                T.LlamaConfig(
+                    hidden_size=256,
+                    intermediate_size=688,
+                    num_hidden_layers=2,
+                    num_attention_heads=4,
+                    num_key_value_heads=2,
+                    vocab_size=1000,
+                    max_position_embeddings=256,
+                )
+            ),
+            ids,
+            True,
+        ),
+        "BERT": (
+            lambda: T.BertModel(
+                T.BertConfig(
+                    hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024, vocab_size=1000
+                )
+            ),
+            ids,
+            False,
+        ),
+        "ViT": (
+            lambda: T.ViTModel(
+                T.ViTConfig(
+                    hidden_size=256,
+                    num_hidden_layers=2,
+                    num_attention_heads=4,
+                    intermediate_size=1024,
+                    image_size=64,
+                    patch_size=8,
+                )
+            ),
+            None,
+            False,
+        ),
     }
     cases = []
     for name, (build, inputs, causal) in configs.items():
@@ -580,18 +761,45 @@ def zoo_models() -> list[Case]:
             torch.manual_seed(0)
             model = Outputs(build().to(dt).eval(), **({"use_cache": False} if causal else {}))
             make = inputs if inputs is not None else (lambda dt=dt: (torch.randn(2, 3, 64, 64).to(dt),))
-            cases.append(Case(f"transformers {name} ({_short(dt)}, 2 layers, width 256)", "benign", model, model, make, ""))
+            cases.append(
+                Case(f"transformers {name} ({_short(dt)}, 2 layers, width 256)", "benign", model, model, make, "")
+            )
     # at their real vocabularies a row of logits has 32,000-50,257 elements that share one hidden state: what
     # made the element rule's tests fire on honest GPT-2, Llama, T5 and Whisper checks before ONE_SIDED
-    vocab = lambda n: (lambda: (torch.randint(0, n, (1, 128)),))
+    vocab = lambda n: lambda: (torch.randint(0, n, (1, 128)),)
     real = {
-        "GPT-2": (lambda: T.GPT2LMHeadModel(T.GPT2Config(n_layer=2, n_embd=256, n_head=4, n_positions=256)), vocab(50257)),
-        "Llama": (lambda: T.LlamaForCausalLM(T.LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=32000, max_position_embeddings=256)), vocab(32000)),
+        "GPT-2": (
+            lambda: T.GPT2LMHeadModel(T.GPT2Config(n_layer=2, n_embd=256, n_head=4, n_positions=256)),
+            vocab(50257),
+        ),
+        "Llama": (
+            lambda: T.LlamaForCausalLM(
+                T.LlamaConfig(
+                    hidden_size=256,
+                    intermediate_size=688,
+                    num_hidden_layers=2,
+                    num_attention_heads=4,
+                    num_key_value_heads=2,
+                    vocab_size=32000,
+                    max_position_embeddings=256,
+                )
+            ),
+            vocab(32000),
+        ),
     }
     for name, (build, inputs) in real.items():
         torch.manual_seed(0)
         model = Outputs(build().to(torch.bfloat16).eval(), use_cache=False)
-        cases.append(Case(f"transformers {name} (bf16, 2 layers, width 256, its real vocabulary)", "benign", model, model, inputs, ""))
+        cases.append(
+            Case(
+                f"transformers {name} (bf16, 2 layers, width 256, its real vocabulary)",
+                "benign",
+                model,
+                model,
+                inputs,
+                "",
+            )
+        )
     return cases
 
 
@@ -607,5 +815,14 @@ def realistic_benign_cases() -> list[Case]:
             module = _seeded(build, dt)
             out.append(Case(name, "benign", module, module, inputs, ""))
         reductions = lambda x: (x.sum(-1), x.mean(-1), x.var(-1), torch.softmax(x, -1), F.layer_norm(x, (x.shape[-1],)))
-        out.append(Case(f"sum, mean, var, softmax, layer_norm ({s}, 256x4096)", "benign", reductions, reductions, lambda dt=dt: ((torch.randn(256, 4096) + 0.3).to(dt),), ""))
+        out.append(
+            Case(
+                f"sum, mean, var, softmax, layer_norm ({s}, 256x4096)",
+                "benign",
+                reductions,
+                reductions,
+                lambda dt=dt: ((torch.randn(256, 4096) + 0.3).to(dt),),
+                "",
+            )
+        )
     return out

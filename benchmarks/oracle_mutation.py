@@ -23,8 +23,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -156,7 +157,10 @@ class CorpusCase(Case):
 
 
 def _first_float(out: Any) -> tuple[str, torch.Tensor] | None:
-    return next(((k, v) for k, v in flatten(out) if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 0), None)
+    return next(
+        ((k, v) for k, v in flatten(out) if isinstance(v, torch.Tensor) and v.is_floating_point() and v.numel() > 0),
+        None,
+    )
 
 
 def _replace_leaf(out: Any, target: torch.Tensor, new: torch.Tensor) -> Any:
@@ -213,7 +217,9 @@ def judge_all(case: Case, eager: Any, compiled_out: Any, ref: Any, mutate_input:
                 with torch.no_grad():
                     t[(0,) * t.dim()] += 1.0
                 break
-        return map_tensors(compiled_out, lambda t: t.clone().as_strided(t.shape, t.stride()) if t.is_contiguous() else _keep_layout(t))
+        return map_tensors(
+            compiled_out, lambda t: t.clone().as_strided(t.shape, t.stride()) if t.is_contiguous() else _keep_layout(t)
+        )
 
     return {
         "default verdict": _ours(case, fake, strict=False),
@@ -232,9 +238,13 @@ def _keep_layout(t: torch.Tensor) -> torch.Tensor:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", help="comma-separated slugs (default: every CPU fn-inputs/KernelBench case)")
-    parser.add_argument("--no-corpus", action="store_true", help="only the sample cases, not benchmarks/oracle_corpus.py")
+    parser.add_argument(
+        "--no-corpus", action="store_true", help="only the sample cases, not benchmarks/oracle_corpus.py"
+    )
     parser.add_argument("--only", choices=("samples", "corpus", "families"), help="run one part of the self-test")
-    parser.add_argument("--seeds", type=int, default=2, help="input seeds per program of the one-ULP families (default 2)")
+    parser.add_argument(
+        "--seeds", type=int, default=2, help="input seeds per program of the one-ULP families (default 2)"
+    )
     parser.add_argument("--select", help="only the family programs (and benign models) whose name contains this")
     parser.add_argument("--no-zoo", action="store_true", help="without the transformers models")
     args = parser.parse_args(argv)
@@ -288,7 +298,13 @@ def main(argv: list[str] | None = None) -> int:
             if faulty is None:
                 continue
             applied[name] += 1
-            for oracle, flagged in judge_all(case, eager, _replace_leaf(compiled, leaf[1], faulty), ref, mutate_input=name == "input silently mutated").items():
+            for oracle, flagged in judge_all(
+                case,
+                eager,
+                _replace_leaf(compiled, leaf[1], faulty),
+                ref,
+                mutate_input=name == "input silently mutated",
+            ).items():
                 detected[name][oracle] += flagged
         torch._dynamo.reset()
 
@@ -299,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     structural_totals = dict.fromkeys(ORACLES, 0)
     for name in FAULTS:
         n = applied[name]
-        cells = "".join(f"{detected[name][o]:>8}/{n:<3} {100 * detected[name][o] / n if n else 0:>4.0f}%" for o in ORACLES)
+        cells = "".join(
+            f"{detected[name][o]:>8}/{n:<3} {100 * detected[name][o] / n if n else 0:>4.0f}%" for o in ORACLES
+        )
         print(f"{name + f' ({n})':<{width + 6}}{cells}")
         for o in ORACLES:
             totals[o] += detected[name][o]
@@ -307,11 +325,32 @@ def main(argv: list[str] | None = None) -> int:
                 structural_totals[o] += detected[name][o]
     n_all = sum(applied.values())
     n_struct = sum(applied[f] for f in STRUCTURAL)
-    print(f"{'all faults' + f' ({n_all})':<{width + 6}}" + "".join(f"{totals[o]:>8}/{n_all:<3} {100 * totals[o] / n_all if n_all else 0:>4.0f}%" for o in ORACLES))
-    print(f"{'structural' + f' ({n_struct})':<{width + 6}}" + "".join(f"{structural_totals[o]:>8}/{n_struct:<3} {100 * structural_totals[o] / n_struct if n_struct else 0:>4.0f}%" for o in ORACLES))
+    print(
+        f"{'all faults' + f' ({n_all})':<{width + 6}}"
+        + "".join(f"{totals[o]:>8}/{n_all:<3} {100 * totals[o] / n_all if n_all else 0:>4.0f}%" for o in ORACLES)
+    )
+    print(
+        f"{'structural' + f' ({n_struct})':<{width + 6}}"
+        + "".join(
+            f"{structural_totals[o]:>8}/{n_struct:<3} {100 * structural_totals[o] / n_struct if n_struct else 0:>4.0f}%"
+            for o in ORACLES
+        )
+    )
     n_used = len(used)
-    print(f"{'unmutated, flagged' + f' ({n_used})':<{width + 6}}" + "".join(f"{baseline_flagged[o]:>8}/{n_used:<3} {100 * baseline_flagged[o] / n_used if n_used else 0:>4.0f}%" for o in ORACLES))
-    print(f"{'false alarms, benign' + f' ({benign_total})':<{width + 6}}" + "".join(f"{alarms[o]:>8}/{benign_total:<3} {100 * alarms[o] / benign_total if benign_total else 0:>4.0f}%" for o in ORACLES))
+    print(
+        f"{'unmutated, flagged' + f' ({n_used})':<{width + 6}}"
+        + "".join(
+            f"{baseline_flagged[o]:>8}/{n_used:<3} {100 * baseline_flagged[o] / n_used if n_used else 0:>4.0f}%"
+            for o in ORACLES
+        )
+    )
+    print(
+        f"{'false alarms, benign' + f' ({benign_total})':<{width + 6}}"
+        + "".join(
+            f"{alarms[o]:>8}/{benign_total:<3} {100 * alarms[o] / benign_total if benign_total else 0:>4.0f}%"
+            for o in ORACLES
+        )
+    )
     if not args.no_corpus and args.only != "samples":
         _corpus(width)
     if args.only is None:
@@ -335,7 +374,12 @@ def _corpus(width: int) -> None:
             ref = case.reference()
             flagged = judge_all(case, eager, compiled, ref)
             label = program.name if group == "benign" else f"{program.name} ({program.fault})"
-            verdicts = "".join(f"{'ALARM' if flagged[o] else 'ok':>16}" if group == "benign" else f"{'seen' if flagged[o] else 'MISSED':>16}" for o in ORACLES)
+            verdicts = "".join(
+                f"{'ALARM' if flagged[o] else 'ok':>16}"
+                if group == "benign"
+                else f"{'seen' if flagged[o] else 'MISSED':>16}"
+                for o in ORACLES
+            )
             print(f"{label:<{width + 30}}{verdicts}")
             key = "false alarms, benign" if group == "benign" else "faults seen"
             totals = seen.setdefault(key, dict.fromkeys(ORACLES, 0) | {"n": 0})
@@ -407,11 +451,20 @@ def _families(seeds: int, select: str | None, zoo: bool) -> None:
         n = tally["n"]
         for key in total:
             total[key] += tally[key]
-        print(f"{label + f' ({n})':<{width}}" + "".join(f"{tally[c]:>15}/{n:<3} {100 * tally[c] / n:>5.1f}%" for c in columns))
+        print(
+            f"{label + f' ({n})':<{width}}"
+            + "".join(f"{tally[c]:>15}/{n:<3} {100 * tally[c] / n:>5.1f}%" for c in columns)
+        )
     n = total["n"]
     if n:
-        print(f"{f'all one-ULP faults ({n})':<{width}}" + "".join(f"{total[c]:>15}/{n:<3} {100 * total[c] / n:>5.1f}%" for c in columns))
-    print(f"{f'false alarms, benign ({n_benign})':<{width}}" + "".join(f"{alarms[c]:>15}/{n_benign:<3} {100 * alarms[c] / max(n_benign, 1):>5.1f}%" for c in columns))
+        print(
+            f"{f'all one-ULP faults ({n})':<{width}}"
+            + "".join(f"{total[c]:>15}/{n:<3} {100 * total[c] / n:>5.1f}%" for c in columns)
+        )
+    print(
+        f"{f'false alarms, benign ({n_benign})':<{width}}"
+        + "".join(f"{alarms[c]:>15}/{n_benign:<3} {100 * alarms[c] / max(n_benign, 1):>5.1f}%" for c in columns)
+    )
     _margins()
     print(f"families: {time.time() - started:.0f} s")
 
@@ -429,23 +482,45 @@ def _margins() -> None:
     tests = {
         "exactness log10 P": (lambda c: c.sign_log10p, min, elements.SIGN_LOG10P),
         "distance log10 P": (lambda c: c.worse_log10p, min, elements.SIGN_LOG10P),
-        "direction z (share >= 0.5)": (lambda c: c.lean()[2] if c.lean()[3] >= elements.DIRECTION_SHARE else 0.0, max, elements.DIRECTION_Z),
+        "direction z (share >= 0.5)": (
+            lambda c: c.lean()[2] if c.lean()[3] >= elements.DIRECTION_SHARE else 0.0,
+            max,
+            elements.DIRECTION_Z,
+        ),
         "direction z (any share)": (lambda c: c.lean()[2], max, elements.DIRECTION_Z),
-        "region log10 p x regions": (lambda c: min((r.log10p for r in c.regions if r.k1 >= elements.N_MIN), default=0.0), min, elements.REGION_LOG10P),
+        "region log10 p x regions": (
+            lambda c: min((r.log10p for r in c.regions if r.k1 >= elements.N_MIN), default=0.0),
+            min,
+            elements.REGION_LOG10P,
+        ),
     }
     print(f"\nclosest benign value of each test over {len(benign)} low-precision leaves (threshold beside it):")
     for label, (stat, pick, threshold) in tests.items():
         leaf, counts = pick(benign, key=lambda lc: stat(lc[1]))
-        print(f"  {label:28} {stat(counts):9.2f}  (threshold {threshold:g})  at {leaf[:90]}; k1 {counts.k1}, k2 {counts.k2}, worse {counts.worse}, better {counts.better}")
+        print(
+            f"  {label:28} {stat(counts):9.2f}  (threshold {threshold:g})  at {leaf[:90]}; k1 {counts.k1}, k2 {counts.k2}, worse {counts.worse}, better {counts.better}"
+        )
     # the effect each test also needs (elements.ONE_SIDED), where its probability alone would fire: benign at most,
     # faults at least
     odds = {
-        "exactness k1 : k2": lambda c: c.k1 / max(c.k2, 1) if c.k1 >= elements.N_MIN and c.sign_log10p <= elements.SIGN_LOG10P else None,
-        "distance worse : better": lambda c: c.worse / max(c.better, 1) if c.worse >= elements.N_MIN and c.worse_log10p <= elements.SIGN_LOG10P else None,
+        "exactness k1 : k2": lambda c: (
+            c.k1 / max(c.k2, 1) if c.k1 >= elements.N_MIN and c.sign_log10p <= elements.SIGN_LOG10P else None
+        ),
+        "distance worse : better": lambda c: (
+            c.worse / max(c.better, 1) if c.worse >= elements.N_MIN and c.worse_log10p <= elements.SIGN_LOG10P else None
+        ),
         "region odds : leaf's": lambda c: max(
-            (r.k1 * c.k2 / max(r.k2 * c.k1, 1) for r in c.regions if r.k1 >= elements.N_MIN and r.log10p <= elements.REGION_LOG10P), default=None),
+            (
+                r.k1 * c.k2 / max(r.k2 * c.k1, 1)
+                for r in c.regions
+                if r.k1 >= elements.N_MIN and r.log10p <= elements.REGION_LOG10P
+            ),
+            default=None,
+        ),
     }
-    print(f"\nthe effect each test needs besides its probability (threshold {elements.ONE_SIDED:g}), where the probability alone fires:")
+    print(
+        f"\nthe effect each test needs besides its probability (threshold {elements.ONE_SIDED:g}), where the probability alone fires:"
+    )
     for label, stat in odds.items():
         ben = [(stat(c), leaf) for leaf, c in benign if stat(c) is not None]
         bad = [(stat(c), leaf) for family, leaf, c in MARGINS if family != "benign" and stat(c) is not None]
@@ -454,7 +529,9 @@ def _margins() -> None:
         print(f"  {label:28} {top}; {low}")
 
 
-def _judge_family_case(case: Any, compiled: Callable[..., Any], args: tuple[Any, ...], seed: int) -> tuple[dict[str, bool], str]:
+def _judge_family_case(
+    case: Any, compiled: Callable[..., Any], args: tuple[Any, ...], seed: int
+) -> tuple[dict[str, bool], str]:
     """Each oracle's call on one run of a program (ours on every leaf and on the final output alone)."""
     settings = CallSettings(False, 2.0, 32.0, False, True, 1 << 24, lambda stage: None)
     outcome, _ = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, settings)
@@ -463,7 +540,14 @@ def _judge_family_case(case: Any, compiled: Callable[..., Any], args: tuple[Any,
         counts = measure(ops).elements if ops is not None and ops.ref is not None else None
         if counts is not None and counts.k1 + counts.k2 + counts.worse + counts.better:
             MARGINS.append((case.family, f"{case.name} {name} seed {seed}", counts))
-    strict = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, CallSettings(True, 2.0, 32.0, False, True, 1 << 24, lambda stage: None))[0]
+    strict = compare_call(
+        case.fn,
+        compiled,
+        casting.clone_tree(args),
+        {},
+        seed,
+        CallSettings(True, 2.0, 32.0, False, True, 1 << 24, lambda stage: None),
+    )[0]
     divergent = [l for l in outcome.leaves if l.verdict is Verdict.DIVERGENT]
     final = next((l for l in outcome.leaves if l.name in ("out", "out[0]")), None)
     with torch.no_grad():
@@ -483,7 +567,11 @@ def _judge_family_case(case: Any, compiled: Callable[..., Any], args: tuple[Any,
         "assert_close": _assert_close(eager, got),
         "same(fp64_ref)": _same(eager, got, ref),
     }
-    shown = [l for l in outcome.leaves if l.name == case.own] or divergent or [l for l in outcome.leaves if l.mismatches][:1]
+    shown = (
+        [l for l in outcome.leaves if l.name == case.own]
+        or divergent
+        or [l for l in outcome.leaves if l.mismatches][:1]
+    )
     detail = "; ".join(f"{l.name} {l.verdict.value}: {l.explanation[:300]}" for l in shown)
     return flagged, detail
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-BLOCK = '''import dataclasses
+BLOCK = """import dataclasses
 import torch
 import torch.nn as nn
 
@@ -79,12 +79,12 @@ fn = Block(Config()).eval()
 
 def inputs():
     return (torch.randn(4, 64, 128),)
-'''
+"""
 
 DEFAULT = ["sample_cases/layernorm_gelu_kernelbench.py", "sample_cases/teach_fusion_pointwise.py"]
 
 # one compile in a fresh process, inside the engine's capture; prints its figures as JSON
-_ONE = r'''
+_ONE = r"""
 import json, re, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import torch
@@ -111,7 +111,7 @@ print(json.dumps({
     "with_lines": sum(1 for k in origins if k.lines), "origins": len(origins),
     "lines_right": all(lines[s.line - 1].strip() == s.code for k in origins for s in k.lines),
 }))
-'''
+"""
 
 
 def one(source: str, on: bool, cache: str) -> dict:
@@ -120,7 +120,10 @@ def one(source: str, on: bool, cache: str) -> dict:
     try:
         done = subprocess.run(
             [sys.executable, "-c", _ONE, str(REPO), f.name, "on" if on else "off"],
-            env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}, capture_output=True, text=True, cwd=REPO,
+            env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache},
+            capture_output=True,
+            text=True,
+            cwd=REPO,
         )
     finally:
         os.unlink(f.name)
@@ -130,7 +133,9 @@ def one(source: str, on: bool, cache: str) -> dict:
 
 
 def main() -> None:
-    programs = [("transformer block", BLOCK)] + [(Path(f).stem, (REPO / f).read_text()) for f in (sys.argv[1:] or DEFAULT)]
+    programs = [("transformer block", BLOCK)] + [
+        (Path(f).stem, (REPO / f).read_text()) for f in (sys.argv[1:] or DEFAULT)
+    ]
     print("CPU seconds (process + compiler children) / wall seconds of the first compiled call")
     print(f"{'program':28} {'provenance':>10} {'cold':>12} {'hit':>12} {'comment added':>14}  kernels  lines mapped")
     for name, source in programs:
@@ -142,7 +147,9 @@ def main() -> None:
             kernels[on] = cold["kernels"]
             mapped = ""
             if on:
-                mapped = f"{moved['with_lines']}/{moved['origins']} kernels have lines, " + ("each on its moved line" if moved["lines_right"] else "STALE LINES")
+                mapped = f"{moved['with_lines']}/{moved['origins']} kernels have lines, " + (
+                    "each on its moved line" if moved["lines_right"] else "STALE LINES"
+                )
             cells = " ".join(f"{r['cpu']:5.1f} /{r['wall']:5.1f}" for r in (cold, hit, moved))
             print(f"{name:28} {'on' if on else 'off':>10} {cells}  {len(cold['kernels']):7}  {mapped}")
         print(f"{'':28} same kernels with and without provenance: {'yes' if kernels[True] == kernels[False] else 'NO'}")

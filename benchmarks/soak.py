@@ -54,7 +54,9 @@ def main() -> None:
         with Runner() as runner:
             runner.start()
             worker = runner._proc.pid  # noqa: SLF001 (a benchmark may look inside)
-            print(f"{'checks':>6} {'seconds':>8} {'worker children':>15} {'worker MB':>9} {'caller MB':>9} {'new temp files':>14}")
+            print(
+                f"{'checks':>6} {'seconds':>8} {'worker children':>15} {'worker MB':>9} {'caller MB':>9} {'new temp files':>14}"
+            )
             start = time.perf_counter()
             verdicts: dict[str, int] = {}
             for i in range(1, n + 1):
@@ -62,9 +64,14 @@ def main() -> None:
                 verdicts[result.verdict.value] = verdicts.get(result.verdict.value, 0) + 1
                 if i == 1 or i % 10 == 0:
                     new_tmp = len(set(os.listdir(tempfile.gettempdir())) - tmp_before)
-                    print(f"{i:6d} {time.perf_counter() - start:8.1f} {descendants(worker):15d} {rss_mb(worker):9.0f} {rss_mb(os.getpid()):9.0f} {new_tmp:14d}", flush=True)
+                    print(
+                        f"{i:6d} {time.perf_counter() - start:8.1f} {descendants(worker):15d} {rss_mb(worker):9.0f} {rss_mb(os.getpid()):9.0f} {new_tmp:14d}",
+                        flush=True,
+                    )
             # Inductor makes torchinductor_<user> once (its per-user scratch); anything else growing is a leak
-            print("new in the temp directory:", sorted(set(os.listdir(tempfile.gettempdir())) - tmp_before) or "nothing")
+            print(
+                "new in the temp directory:", sorted(set(os.listdir(tempfile.gettempdir())) - tmp_before) or "nothing"
+            )
         print("verdicts:", verdicts)
 
 

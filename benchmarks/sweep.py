@@ -24,10 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from app.gallery import load_cases  # noqa: E402
 from app.sweep.local_pool import LocalPool  # noqa: E402
 from app.sweep.matrix import parse_axis  # noqa: E402
 from app.sweep.orchestrator import SweepConfig, run_sweep  # noqa: E402
-from app.gallery import load_cases  # noqa: E402
 
 CONFIGS = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2))
 TINY = "import torch\n\ndef fn(x):\n    return x * {k} + 1\n\ndef inputs():\n    return (torch.randn(16),)\n"
@@ -38,7 +38,9 @@ def gallery(n: int) -> list[str]:
     return [str(c.path) for c in cases[:n]]
 
 
-def measure(kind: str, slots: int, paths: list[str], cache: Path, axes: tuple, options: dict) -> tuple[float, float, int, dict[str, str]]:
+def measure(
+    kind: str, slots: int, paths: list[str], cache: Path, axes: tuple, options: dict
+) -> tuple[float, float, int, dict[str, str]]:
     """(pool start s, jobs s, jobs, verdict per job key) for one configuration, in a data folder of its own."""
     home = Path(tempfile.mkdtemp(prefix="sweep-bench-home-"))
     os.environ["DIVERGENCE_HOME"] = str(home)  # read by the workers (and a Ray instance started after this)
@@ -52,7 +54,10 @@ def measure(kind: str, slots: int, paths: list[str], cache: Path, axes: tuple, o
         pool = LocalPool(slots, cache)
     start_s = time.perf_counter() - started
     try:
-        summary = run_sweep(SweepConfig(paths=tuple(paths), axes=axes, base_options=options, sweep_dir=home / "sweep", cache_dir=cache), pool=pool)
+        summary = run_sweep(
+            SweepConfig(paths=tuple(paths), axes=axes, base_options=options, sweep_dir=home / "sweep", cache_dir=cache),
+            pool=pool,
+        )
     finally:
         pool.close()
     return start_s, summary.elapsed_s, len(summary.jobs), {r.key: r.verdict or "" for r in summary.jobs}
@@ -70,8 +75,11 @@ def main() -> None:
 
     paths = gallery(args.cases)
     axes = (parse_axis("backend=inductor,aot_eager"),)
-    print(f"corpus: {len(paths)} gallery cases x backend=inductor,aot_eager = {2 * len(paths)} jobs; torch {torch.__version__}, "
-          f"{len(os.sched_getaffinity(0))} cores", flush=True)
+    print(
+        f"corpus: {len(paths)} gallery cases x backend=inductor,aot_eager = {2 * len(paths)} jobs; torch {torch.__version__}, "
+        f"{len(os.sched_getaffinity(0))} cores",
+        flush=True,
+    )
     print(f"{'pool':<10} {'cache':<5} {'start s':>8} {'jobs s':>8} {'jobs/min':>9}  verdicts", flush=True)
     reference: dict[str, str] | None = None
     warm = Path(tempfile.mkdtemp(prefix="sweep-bench-warm-"))
@@ -79,25 +87,38 @@ def main() -> None:
     # count, which is the cores for one check at a time and one each for two (Ray's actors: one too)
     measure("local", 1, paths, warm, axes, {})
     measure("local", 2, paths, warm, axes, {})
-    for cache_kind in (("cold", "warm") if args.cold else ("warm",)):
+    for cache_kind in ("cold", "warm") if args.cold else ("warm",):
         for kind, slots in CONFIGS:
             cache = Path(tempfile.mkdtemp(prefix="sweep-bench-cold-")) if cache_kind == "cold" else warm
             start_s, jobs_s, jobs, verdicts = measure(kind, slots, paths, cache, axes, {})
             reference = reference or verdicts
-            same = "same" if verdicts == reference else f"DIFFER on {sum(verdicts[k] != reference.get(k) for k in verdicts)} jobs"
-            print(f"{kind + ' x' + str(slots):<10} {cache_kind:<5} {start_s:8.1f} {jobs_s:8.1f} {jobs / jobs_s * 60:9.1f}  {same}", flush=True)
+            same = (
+                "same"
+                if verdicts == reference
+                else f"DIFFER on {sum(verdicts[k] != reference.get(k) for k in verdicts)} jobs"
+            )
+            print(
+                f"{kind + ' x' + str(slots):<10} {cache_kind:<5} {start_s:8.1f} {jobs_s:8.1f} {jobs / jobs_s * 60:9.1f}  {same}",
+                flush=True,
+            )
 
     tiny_dir = Path(tempfile.mkdtemp(prefix="sweep-bench-tiny-"))
     for k in range(args.tiny):
         (tiny_dir / f"tiny_{k:03d}.py").write_text(TINY.format(k=k + 2))
-    print(f"\nper-job cost on {args.tiny} tiny programs checked with backend=eager (nothing compiles), median of {args.repeats}:", flush=True)
+    print(
+        f"\nper-job cost on {args.tiny} tiny programs checked with backend=eager (nothing compiles), median of {args.repeats}:",
+        flush=True,
+    )
     per_job: dict[tuple[str, int], list[float]] = {c: [] for c in CONFIGS}
     for _ in range(args.repeats):  # interleaved, so a noisy minute does not fall on one configuration only
         for kind, slots in CONFIGS:
             _, jobs_s, jobs, _ = measure(kind, slots, [str(tiny_dir)], warm, (), {"backend": "eager"})
             per_job[(kind, slots)].append(jobs_s / jobs)
     for (kind, slots), seconds in per_job.items():
-        print(f"{kind + ' x' + str(slots):<10} {statistics.median(seconds):6.3f} s per job  (runs: {', '.join(f'{x:.3f}' for x in seconds)})", flush=True)
+        print(
+            f"{kind + ' x' + str(slots):<10} {statistics.median(seconds):6.3f} s per job  (runs: {', '.join(f'{x:.3f}' for x in seconds)})",
+            flush=True,
+        )
     for slots in (1, 2):
         extra = statistics.median(per_job[("ray", slots)]) - statistics.median(per_job[("local", slots)])
         print(f"Ray's cost per job over the local pool, {slots} at a time: {extra * 1000:+.0f} ms", flush=True)
@@ -123,6 +144,7 @@ def ray_round_trip(calls: int = 200) -> float:
         return (time.perf_counter() - started) / calls
     finally:
         ray.shutdown()
+
 
 if __name__ == "__main__":
     main()

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import CheckOptions, Runner  # noqa: E402
 from app.gallery import load_cases  # noqa: E402
+from engine import CheckOptions, Runner  # noqa: E402
 
 WITNESS = "faithful reference"
 RECHECKS = ("rng recheck", "precision-cast recheck")
@@ -35,12 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp, Runner() as runner:
         for case in cases:
             started = time.perf_counter()
-            result = runner.check(case.source(), case.options.replace(device="cpu"), str(case.path), run_dir=Path(tmp) / case.slug)
+            result = runner.check(
+                case.source(), case.options.replace(device="cpu"), str(case.path), run_dir=Path(tmp) / case.slug
+            )
             total = time.perf_counter() - started
             stages = result.stage_seconds
             if result.verdict.value == "error":
                 print(f"{case.slug}: {result.explanation}", file=sys.stderr)
-            rows.append((case.slug, result.verdict.value, total, stages.get(WITNESS, 0.0), [s for s in RECHECKS if s in stages]))
+            rows.append(
+                (case.slug, result.verdict.value, total, stages.get(WITNESS, 0.0), [s for s in RECHECKS if s in stages])
+            )
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'verdict':<14} {'check s':>8} {'witness s':>10}  compiled again for")
     for slug, verdict, total, witness, which in rows:

@@ -29,7 +29,9 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def _grid(counts: dict[tuple[str, str], int], what: str) -> list[str]:
-    return [f"| {what} | PyTorch's pass | fail | n/a |", "|---|---|---|---|"] + [f"| {v} | " + " | ".join(map(str, row)) + " |" for v, row in crosstab_rows(counts)]
+    return [f"| {what} | PyTorch's pass | fail | n/a |", "|---|---|---|---|"] + [
+        f"| {v} | " + " | ".join(map(str, row)) + " |" for v, row in crosstab_rows(counts)
+    ]
 
 
 def main() -> None:
@@ -46,12 +48,19 @@ def main() -> None:
     started = min((r.finished - (r.seconds or 0) for r in done if r.finished), default=None)
     ended = max((r.finished for r in done if r.finished), default=None)
     print(f"## {args.sweep_dir.name}\n")
-    print(f"{len(done)} of {len(rows)} jobs finished; {leaves} leaves judged by PyTorch's check; "
-          f"checks {sum(seconds) / 3600:.2f} h in all" + (f", wall {(ended - started) / 3600:.2f} h" if started and ended else ""))
+    print(
+        f"{len(done)} of {len(rows)} jobs finished; {leaves} leaves judged by PyTorch's check; "
+        f"checks {sum(seconds) / 3600:.2f} h in all"
+        + (f", wall {(ended - started) / 3600:.2f} h" if started and ended else "")
+    )
     if seconds:
-        print(f"seconds per job: median {statistics.median(seconds):.1f}, p90 {_quantile(seconds, 0.9):.1f}, max {max(seconds):.0f}")
+        print(
+            f"seconds per job: median {statistics.median(seconds):.1f}, p90 {_quantile(seconds, 0.9):.1f}, max {max(seconds):.0f}"
+        )
     if memory:
-        print(f"peak RSS per job (MB): median {statistics.median(memory):.0f}, p90 {_quantile(memory, 0.9):.0f}, max {max(memory):.0f}")
+        print(
+            f"peak RSS per job (MB): median {statistics.median(memory):.0f}, p90 {_quantile(memory, 0.9):.0f}, max {max(memory):.0f}"
+        )
     counts = Counter((r.verdict or r.status) + (f" ({r.error_kind})" if r.error_kind else "") for r in done)
     print("\nverdicts: " + ", ".join(f"{n} {v}" for v, n in counts.most_common()))
     slowest = sorted(done, key=lambda r: -(r.seconds or 0))[:5]
@@ -69,7 +78,12 @@ def main() -> None:
     for r in found[: args.list]:
         detail = r.pytorch_detail
         first = detail.disagreements[0] if detail is not None and detail.disagreements else None
-        leaf = f"`{first[0]}`: ours {first[1]}, PyTorch's {first[2]}" + (f" (+{len(detail.disagreements) - 1})" if detail and len(detail.disagreements) > 1 else "") if first else ""
+        leaf = (
+            f"`{first[0]}`: ours {first[1]}, PyTorch's {first[2]}"
+            + (f" (+{len(detail.disagreements) - 1})" if detail and len(detail.disagreements) > 1 else "")
+            if first
+            else ""
+        )
         print(f"| {r.verdict} | {pytorch_text(r)} | {r.name}{' ' + r.label if r.label else ''} | {leaf} |")
     if len(found) > args.list:
         print(f"\n... and {len(found) - args.list} more")

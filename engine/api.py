@@ -5,8 +5,8 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from engine.options import CheckOptions
 from engine.result import CheckResult
@@ -85,7 +85,12 @@ def with_triton_cpu_pass(
     return attached
 
 
-def check_file(path: str | Path, options: CheckOptions | None = None, run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
+def check_file(
+    path: str | Path,
+    options: CheckOptions | None = None,
+    run_dir: Path | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> CheckResult:
     path = Path(path)
     return check_source(path.read_text(), options, str(path), run_dir, on_progress)
 

@@ -13,7 +13,14 @@ from engine.judge.views import ulp_distance
 if TYPE_CHECKING:  # only for annotations: engine.result imports this module to render itself
     from engine.result import CheckResult, LeafResult
 
-_COLOURS = {"match": "#2e7d32", "benign": "#558b2f", "precision-cast": "#f9a825", "rng": "#7e57c2", "divergent": "#c62828", "error": "#6a1b9a"}
+_COLOURS = {
+    "match": "#2e7d32",
+    "benign": "#558b2f",
+    "precision-cast": "#f9a825",
+    "rng": "#7e57c2",
+    "divergent": "#c62828",
+    "error": "#6a1b9a",
+}
 _ROWS, _COLS = 12, 48
 _MAX_ELEMENTS = 1 << 22  # above this, a notebook's map is drawn from the check's summary, not from every value
 
@@ -73,7 +80,9 @@ def render_html(result: CheckResult) -> str:
         parts.append(f"<pre>{html.escape(result.error.message)}</pre>")
     worst = _worst(result)
     if worst:
-        head = "".join(f"<th>{h}</th>" for h in ("leaf", "shape", "dtype", "max abs", "max ULP", "mismatches", "verdict"))
+        head = "".join(
+            f"<th>{h}</th>" for h in ("leaf", "shape", "dtype", "max abs", "max ULP", "mismatches", "verdict")
+        )
         body = "".join(
             f"<tr><td>{html.escape(l.name)}</td><td>{'x'.join(map(str, l.shape or ())) or '-'}</td><td>{l.dtype or '-'}</td>"
             f"<td>{l.max_abs:.3g}</td><td>{l.max_ulp:g}</td><td>{l.mismatches}/{l.numel}</td>"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import io
 import pickle
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from engine.options import CheckOptions
 from engine.paths import new_run_dir
@@ -88,7 +89,12 @@ def check(
 
 
 def _check_in_process(
-    fn: Any, inputs: Any, compile_kwargs: dict[str, Any], options: CheckOptions, run_dir: Path, on_progress: Callable[[Progress], None] | None
+    fn: Any,
+    inputs: Any,
+    compile_kwargs: dict[str, Any],
+    options: CheckOptions,
+    run_dir: Path,
+    on_progress: Callable[[Progress], None] | None,
 ) -> CheckResult:
     from engine.child.execution import run_check
 

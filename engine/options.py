@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -39,7 +40,9 @@ class CheckOptions:
     strict: bool = False
     fp64_reference: bool = True
     recheck_precision_casts: bool = True
-    recheck_random: bool = True  # values that differ where the program draws random numbers: re-check with fallback_random
+    recheck_random: bool = (
+        True  # values that differ where the program draws random numbers: re-check with fallback_random
+    )
     # compiled may be this many times further from the fp64 reference than eager and still be benign
     benign_factor: float = 2.0
     # ...plus this many ULPs of the output's magnitude (RMS or max of the reference): summation-order noise
@@ -85,10 +88,10 @@ class CheckOptions:
         if self.timeout_s <= 0 or self.memory_limit_mb <= 0:
             raise OptionsError("timeout_s and memory_limit_mb must be positive")
 
-    def replace(self, **changes: Any) -> "CheckOptions":
+    def replace(self, **changes: Any) -> CheckOptions:
         return dataclasses.replace(self, **changes)
 
-    def with_inductor_config(self, **overrides: Any) -> "CheckOptions":
+    def with_inductor_config(self, **overrides: Any) -> CheckOptions:
         return self.replace(inductor_config={**self.inductor_config, **overrides})
 
     def to_json(self) -> dict[str, Any]:
@@ -97,7 +100,7 @@ class CheckOptions:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], strict: bool = True) -> "CheckOptions":
+    def from_json(cls, data: Mapping[str, Any], strict: bool = True) -> CheckOptions:
         """Options from JSON; `strict=False` (stored runs of another version) drops names it does not know."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)

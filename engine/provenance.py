@@ -24,8 +24,9 @@ Pure (no torch): built in the worker child, read by the app and the command line
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 TRACKED = "tracked"
 UNKNOWN = "unknown"
@@ -38,7 +39,9 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fun
 _HANDLE = re.compile(r"#\s*\[Provenance debug handles\]\s*(?P<key>\S+)\s*$")
 _LOCATION = re.compile(r"^\s*# File: (?P<file>.+?):(?P<line>\d+) in (?P<function>.+?), code: (?P<code>.*)$")
 _NO_TRACE = re.compile(r"^\s*# No stacktrace found")
-_NODE = re.compile(r'^\s+(?P<name>\w+)(?:: "[^"]*")? = (?:(?P<target>torch\.ops\.[\w.]+|[\w.]+)\(|(?P<item>\w+)\[\d+\])')
+_NODE = re.compile(
+    r'^\s+(?P<name>\w+)(?:: "[^"]*")? = (?:(?P<target>torch\.ops\.[\w.]+|[\w.]+)\(|(?P<item>\w+)\[\d+\])'
+)
 _RETURN = re.compile(r"^\s+return \((?P<names>.*)\)\s*$|^\s+return (?P<one>\w+)\s*$")
 
 
@@ -70,7 +73,9 @@ class KernelOrigin:
     source_nodes: tuple[str, ...] = ()  # the Dynamo graph's nodes those came from
     lines: tuple[SourceLine, ...] = ()  # per stack trace, its innermost frame inside the program; sorted
     elsewhere: tuple[str, ...] = ()  # "file:line" of stack traces with no frame in the program
-    wrapper_spans: tuple[tuple[int, int], ...] = ()  # first and last 1-based lines in the output code: its definition, its call(s)
+    wrapper_spans: tuple[
+        tuple[int, int], ...
+    ] = ()  # first and last 1-based lines in the output code: its definition, its call(s)
     extern: bool = False  # a library call (extern_kernels.mm, aten fallbacks), not generated code
 
     @property
@@ -123,8 +128,14 @@ class Provenance:
             "reason": self.reason,
             "program": self.program,
             "kernels": [
-                {**k.__dict__, "lines": [s.__dict__ for s in k.lines], "nodes": list(k.nodes), "source_nodes": list(k.source_nodes),
-                 "elsewhere": list(k.elsewhere), "wrapper_spans": [list(span) for span in k.wrapper_spans]}
+                {
+                    **k.__dict__,
+                    "lines": [s.__dict__ for s in k.lines],
+                    "nodes": list(k.nodes),
+                    "source_nodes": list(k.source_nodes),
+                    "elsewhere": list(k.elsewhere),
+                    "wrapper_spans": [list(span) for span in k.wrapper_spans],
+                }
                 for k in self.kernels
             ],
             "nodes": [n.__dict__ for n in self.nodes],
@@ -133,19 +144,29 @@ class Provenance:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Provenance":
+    def from_json(cls, data: Mapping[str, Any]) -> Provenance:
         kernels = tuple(
             KernelOrigin(
-                k["name"], int(k["handle"]), tuple(k.get("nodes", ())), tuple(k.get("source_nodes", ())),
-                tuple(SourceLine(int(s["line"]), s["code"]) for s in k.get("lines", ())), tuple(k.get("elsewhere", ())),
-                tuple((int(a), int(b)) for a, b in k.get("wrapper_spans", ())), bool(k.get("extern", False)),
+                k["name"],
+                int(k["handle"]),
+                tuple(k.get("nodes", ())),
+                tuple(k.get("source_nodes", ())),
+                tuple(SourceLine(int(s["line"]), s["code"]) for s in k.get("lines", ())),
+                tuple(k.get("elsewhere", ())),
+                tuple((int(a), int(b)) for a, b in k.get("wrapper_spans", ())),
+                bool(k.get("extern", False)),
             )
             for k in data.get("kernels", ())
         )
         nodes = tuple(NodeOrigin(n["name"], n["op"], n.get("line")) for n in data.get("nodes", ()))
         return cls(
-            data.get("status", UNKNOWN), data.get("reason", ""), data.get("program", ""), kernels, nodes,
-            tuple(data.get("outputs", ())), tuple(data.get("output_types", ())),
+            data.get("status", UNKNOWN),
+            data.get("reason", ""),
+            data.get("program", ""),
+            kernels,
+            nodes,
+            tuple(data.get("outputs", ())),
+            tuple(data.get("output_types", ())),
         )
 
 
@@ -236,7 +257,7 @@ def parse_post_grad_graph(text: str, program: str) -> tuple[list[tuple[NodeOrigi
         node = _NODE.match(text_line)
         if node:
             target = node["target"] or "getitem"
-            op = target[len("torch.ops."):] if target.startswith("torch.ops.") else target
+            op = target[len("torch.ops.") :] if target.startswith("torch.ops.") else target
             nodes.append((NodeOrigin(node["name"], op, where), code))
             typed = re.match(r'^\s+\w+: "(?P<type>[^"]*)"', text_line)
             if typed:
@@ -276,7 +297,9 @@ def build(
     if artifacts is None or artifacts.stack_traces is None:
         if marks:
             return unknown("the wrapper marks its kernels, but no provenance record of this graph was captured")
-        return unknown("no provenance was recorded for this graph (provenance tracking was off, or this torch has none)")
+        return unknown(
+            "no provenance was recorded for this graph (provenance tracking was off, or this torch has none)"
+        )
     defined = set(generated)
     mappings = artifacts.node_mappings or {}
     to_nodes: Mapping[str, list[str]] = mappings.get("cppCodeToPost", {}) or {}
@@ -315,19 +338,33 @@ def build(
         spans = ([defined_at] if defined_at else []) + [(n, n) for n in marks.get(key, (0, []))[1]]
         kernels.append(
             KernelOrigin(
-                name, int(handle), nodes, pre, tuple(SourceLine(n, c) for n, c in sorted(lines.items())),
-                tuple(dict.fromkeys(elsewhere)), tuple(spans), extern=name not in defined,
+                name,
+                int(handle),
+                nodes,
+                pre,
+                tuple(SourceLine(n, c) for n, c in sorted(lines.items())),
+                tuple(dict.fromkeys(elsewhere)),
+                tuple(spans),
+                extern=name not in defined,
             )
         )
     parsed, outputs, output_types = parse_post_grad_graph(artifacts.post_grad_graph or "", program)
-    nodes = [n if n.line is None or verified(Frame(program, n.line, "", code)) else NodeOrigin(n.name, n.op, None) for n, code in parsed]
+    nodes = [
+        n if n.line is None or verified(Frame(program, n.line, "", code)) else NodeOrigin(n.name, n.op, None)
+        for n, code in parsed
+    ]
     if stale:
         return Provenance(
             UNKNOWN,
-            "torch's recorded lines do not match this program (" + "; ".join(stale[:3]) + "): the compile came from a cache "
+            "torch's recorded lines do not match this program ("
+            + "; ".join(stale[:3])
+            + "): the compile came from a cache "
             "entry of another version of the program",
             program,
-            tuple(KernelOrigin(k.name, k.handle, k.nodes, k.source_nodes, (), k.elsewhere, k.wrapper_spans, k.extern) for k in kernels),
+            tuple(
+                KernelOrigin(k.name, k.handle, k.nodes, k.source_nodes, (), k.elsewhere, k.wrapper_spans, k.extern)
+                for k in kernels
+            ),
             tuple(NodeOrigin(n.name, n.op, None) for n in nodes),
             tuple(outputs),
             tuple(output_types),
@@ -338,4 +375,6 @@ def build(
     no_line = [k.name for k in kernels if not k.lines]
     if no_line:
         notes.append(f"no program line for {', '.join(no_line)}")
-    return Provenance(TRACKED, "; ".join(notes), program, tuple(kernels), tuple(nodes), tuple(outputs), tuple(output_types))
+    return Provenance(
+        TRACKED, "; ".join(notes), program, tuple(kernels), tuple(nodes), tuple(outputs), tuple(output_types)
+    )

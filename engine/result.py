@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,9 @@ class LeafResult:
     compiled_dtype: str | None = None
     stride: tuple[int, ...] | None = None
     compiled_stride: tuple[int, ...] | None = None
-    layout: str | None = None  # eager's tensor layout where not strided (`sparse_csr`, ...): its values are compared dense
+    layout: str | None = (
+        None  # eager's tensor layout where not strided (`sparse_csr`, ...): its values are compared dense
+    )
     compiled_layout: str | None = None
     numel: int = 0
     mismatches: int = 0  # elements whose bits differ
@@ -124,14 +127,18 @@ class CheckResult:
     notes: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
     stage_seconds: Mapping[str, float] = field(default_factory=dict)
-    peak_rss_mb: float | None = None  # the check's process at its largest (what it shares with the warm worker included)
+    peak_rss_mb: float | None = (
+        None  # the check's process at its largest (what it shares with the warm worker included)
+    )
     peak_device_mb: float | None = None  # on CUDA, the most GPU memory torch's allocator held for the check's tensors
     output_tail: str = ""
     run_dir: str | None = None
     triton_cpu: str | None = None  # subfolder of run_dir holding the Triton-on-CPU pass, when one ran
-    scalar_roundings: tuple[ScalarRounding, ...] = ()  # what the faithful fp64 reference rounded as eager does, once each
+    scalar_roundings: tuple[
+        ScalarRounding, ...
+    ] = ()  # what the faithful fp64 reference rounded as eager does, once each
 
-    def load_triton_cpu(self) -> "CheckResult | None":
+    def load_triton_cpu(self) -> CheckResult | None:
         """The Triton-on-CPU pass beside this check (interpreted Triton, not GPU Triton), if it ran."""
         if self.triton_cpu is None or self.run_dir is None:
             return None
@@ -154,7 +161,7 @@ class CheckResult:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "CheckResult":
+    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
         return _from_jsonable(cls, data)
 
     def save(self, run_dir: Path) -> Path:
@@ -167,7 +174,7 @@ class CheckResult:
         return path
 
     @classmethod
-    def load(cls, run_dir: Path) -> "CheckResult":
+    def load(cls, run_dir: Path) -> CheckResult:
         result = cls.from_json(json.loads((Path(run_dir) / RESULT_FILE).read_text()))
         return dataclasses.replace(result, run_dir=str(run_dir))
 
@@ -247,7 +254,10 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
     },
     ErrorInfo: {"kind": ErrorKind},
     Kernel: {},
-    OutputCode: {"kernels": lambda raw: tuple(_from_jsonable(Kernel, k) for k in raw), "provenance": Provenance.from_json},
+    OutputCode: {
+        "kernels": lambda raw: tuple(_from_jsonable(Kernel, k) for k in raw),
+        "provenance": Provenance.from_json,
+    },
     GeneratedCode: {
         "fx_graphs": tuple,
         "output_code": lambda raw: tuple(_from_jsonable(OutputCode, o) for o in raw),

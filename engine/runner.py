@@ -22,9 +22,9 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.options import CheckOptions
@@ -46,7 +46,9 @@ class Progress:
     stage: str
     elapsed_s: float
     stages: tuple[tuple[str, float], ...] = ()  # seconds of every stage so far, the current one up to now
-    detail: str = ""  # what the stage is doing now ("graph 1: lowering" while compiling); its seconds count to the stage
+    detail: str = (
+        ""  # what the stage is doing now ("graph 1: lowering" while compiling); its seconds count to the stage
+    )
 
 
 def _stage_name(stage: str) -> str:
@@ -59,7 +61,9 @@ def _stage_name(stage: str) -> str:
 class Job:
     """One submitted check. Thread-safe; `wait()` returns its CheckResult."""
 
-    def __init__(self, job_id: str, run_dir: Path, options: CheckOptions, on_progress: Callable[[Progress], None] | None) -> None:
+    def __init__(
+        self, job_id: str, run_dir: Path, options: CheckOptions, on_progress: Callable[[Progress], None] | None
+    ) -> None:
         self.id = job_id
         self.run_dir = run_dir
         self.options = options
@@ -70,7 +74,7 @@ class Job:
         self._detail = ""
         self._timeline: list[tuple[str, float]] = [("queued", self._started)]  # (stage, when it began)
         self._pid: int | None = None
-        self._dequeue: Callable[["Job"], bool] | None = None  # set by the runner while the job waits in its queue
+        self._dequeue: Callable[[Job], bool] | None = None  # set by the runner while the job waits in its queue
         self._kill_reason: tuple[ErrorKind, str] | None = None
         self._result: CheckResult | None = None
         self._done = threading.Event()
@@ -144,17 +148,31 @@ class Job:
         while not self._done.wait(0.2):
             elapsed = time.monotonic() - self._dispatched
             if elapsed > self.options.timeout_s:
-                self._kill(ErrorKind.TIMEOUT, f"the check ran past its {self.options.timeout_s:g} s wall-time limit during stage '{self._stage}'")
+                self._kill(
+                    ErrorKind.TIMEOUT,
+                    f"the check ran past its {self.options.timeout_s:g} s wall-time limit during stage '{self._stage}'",
+                )
             elif self._pid is not None and _group_size(self._pid) > self.options.max_processes:
-                self._kill(ErrorKind.PROCESSES, f"the check started more than {self.options.max_processes} processes (a fork bomb?) during stage '{self._stage}'")
+                self._kill(
+                    ErrorKind.PROCESSES,
+                    f"the check started more than {self.options.max_processes} processes (a fork bomb?) during stage '{self._stage}'",
+                )
             elif self._pid is not None and _group_rss(self._pid) > limit_bytes:
-                self._kill(ErrorKind.MEMORY, f"the check used more than its {self.options.memory_limit_mb} MB memory limit during stage '{self._stage}'")
+                self._kill(
+                    ErrorKind.MEMORY,
+                    f"the check used more than its {self.options.memory_limit_mb} MB memory limit during stage '{self._stage}'",
+                )
             elif _size(self.run_dir / OUTPUT_LOG) > output_limit:
-                self._kill(ErrorKind.OUTPUT, f"the snippet printed more than {self.options.max_output_mb} MB during stage '{self._stage}'; the output was cut there")
+                self._kill(
+                    ErrorKind.OUTPUT,
+                    f"the snippet printed more than {self.options.max_output_mb} MB during stage '{self._stage}'; the output was cut there",
+                )
 
     def _end(self, kind: ErrorKind, message: str) -> None:
         """End without a child: refused (snippet, queue), or the worker could not take it."""
-        self._result = dataclasses.replace(error_result(self.options, kind, message, run_dir=self.run_dir), stage_seconds=self.stage_seconds())
+        self._result = dataclasses.replace(
+            error_result(self.options, kind, message, run_dir=self.run_dir), stage_seconds=self.stage_seconds()
+        )
         self._result.save(self.run_dir)
         self._stage = "done"
         self._done.set()
@@ -196,16 +214,27 @@ def _death_reason(code: int | None, signum: int | None, stage: str) -> tuple[Err
     if signum is not None:
         name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else f"signal {signum}"
         if signum == signal.SIGKILL:
-            return ErrorKind.MEMORY, f"the worker was killed (SIGKILL) during stage '{stage}', most likely by the system's out-of-memory killer"
+            return (
+                ErrorKind.MEMORY,
+                f"the worker was killed (SIGKILL) during stage '{stage}', most likely by the system's out-of-memory killer",
+            )
         if signum == signal.SIGXCPU:
             return ErrorKind.TIMEOUT, f"the check used up its CPU-time limit during stage '{stage}'"
         if signum == signal.SIGXFSZ:
-            return ErrorKind.CRASH, f"the worker was stopped (SIGXFSZ) during stage '{stage}': it wrote more output than the file-size limit allows"
+            return (
+                ErrorKind.CRASH,
+                f"the worker was stopped (SIGXFSZ) during stage '{stage}': it wrote more output than the file-size limit allows",
+            )
         return ErrorKind.CRASH, f"the Python interpreter crashed with {name} during stage '{stage}'"
-    return ErrorKind.CRASH, f"the worker exited with status {code} during stage '{stage}' before writing a result (os._exit or a fatal error in native code?)"
+    return (
+        ErrorKind.CRASH,
+        f"the worker exited with status {code} during stage '{stage}' before writing a result (os._exit or a fatal error in native code?)",
+    )
 
 
-def error_result(options: CheckOptions, kind: ErrorKind, message: str, tail: str = "", run_dir: Path | None = None) -> CheckResult:
+def error_result(
+    options: CheckOptions, kind: ErrorKind, message: str, tail: str = "", run_dir: Path | None = None
+) -> CheckResult:
     return CheckResult(
         verdict=Verdict.ERROR,
         # one line, as the worker's own error results: a message's later lines (a syntax error's caret) need its layout
@@ -423,7 +452,9 @@ class Runner:
                 return
         self._renumber()
         # starting a worker can block for long: never in the thread that reads the worker's events
-        threading.Thread(target=self._dispatch, args=(job, source, filename), daemon=True, name=f"dispatch-{job.id}").start()
+        threading.Thread(
+            target=self._dispatch, args=(job, source, filename), daemon=True, name=f"dispatch-{job.id}"
+        ).start()
 
     def _dispatch(self, job: Job, source: str, filename: str) -> None:
         """Hand a job (holding one of the running slots) to the worker."""
@@ -435,7 +466,14 @@ class Runner:
             self._fail(job, ErrorKind.INTERNAL, str(exc))
             return
         options, run_dir = job.options, job.run_dir
-        request = {"op": "check", "job": job.id, "source": source, "filename": filename, "options": options.to_json(), "run_dir": str(run_dir)}
+        request = {
+            "op": "check",
+            "job": job.id,
+            "source": source,
+            "filename": filename,
+            "options": options.to_json(),
+            "run_dir": str(run_dir),
+        }
         with self._lock:
             proc = self._proc
             assert proc is not None and proc.stdin is not None
@@ -452,7 +490,14 @@ class Runner:
         job._end(kind, message)
         self._release()
 
-    def check(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
+    def check(
+        self,
+        source: str,
+        options: CheckOptions | None = None,
+        filename: str = "snippet.py",
+        run_dir: Path | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> CheckResult:
         return self.submit(source, options, filename, run_dir, on_progress).wait()
 
     def _read_events(self, proc: subprocess.Popen[bytes]) -> None:
@@ -508,7 +553,7 @@ class Runner:
                 proc.kill()
                 proc.wait()
 
-    def __enter__(self) -> "Runner":
+    def __enter__(self) -> Runner:
         return self
 
     def __exit__(self, *exc: object) -> None:

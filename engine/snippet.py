@@ -12,9 +12,10 @@ import ast
 import linecache
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 
 class SnippetStyle(str, Enum):
@@ -84,7 +85,9 @@ def detect_style(source: str, filename: str = "snippet.py") -> SnippetStyle:
         return SnippetStyle.REPRO
     partial = ""
     if "fn" in names or "inputs" in names:
-        partial = f" It defines `{'fn' if 'fn' in names else 'inputs'}` but not `{'inputs' if 'fn' in names else 'fn'}`."
+        partial = (
+            f" It defines `{'fn' if 'fn' in names else 'inputs'}` but not `{'inputs' if 'fn' in names else 'fn'}`."
+        )
     elif "Model" in names:
         partial = " It defines `Model` but no `get_inputs()`."
     raise SnippetError(f"{filename} fits no snippet style: looked for {LOOKED_FOR}.{partial}")
@@ -145,4 +148,6 @@ def _as_args(value: Any, what: str) -> tuple[Any, ...]:
         return value
     if isinstance(value, list):
         return tuple(value)
-    raise SnippetError(f"{what} must be a tuple (or list) of arguments, not {type(value).__name__}; wrap a single tensor as (x,)")
+    raise SnippetError(
+        f"{what} must be a tuple (or list) of arguments, not {type(value).__name__}; wrap a single tensor as (x,)"
+    )

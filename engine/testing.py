@@ -10,7 +10,8 @@ The failure message carries the verdict's explanation and where the run is store
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.judge.verdicts import Verdict
 from engine.live import check
@@ -26,7 +27,11 @@ class CompileDivergence(AssertionError):
 
     def __init__(self, result: CheckResult) -> None:
         self.result = result
-        where = f"\nrun stored in {result.run_dir} (open it with `divergence show {result.run_dir}` or in the app)" if result.run_dir else ""
+        where = (
+            f"\nrun stored in {result.run_dir} (open it with `divergence show {result.run_dir}` or in the app)"
+            if result.run_dir
+            else ""
+        )
         super().__init__(f"torch.compile changed the answer: {result.explanation}{where}")
 
 

@@ -10,7 +10,7 @@ Invariants every pass and the reducer keep:
 Importing this package imports neither torch nor the engine's worker.
 """
 
-from minimizer.reducer import Oracle, PredicateOracle, Problem, ReduceProgress, ReduceStats, Reducer, reduce_with
+from minimizer.reducer import Oracle, PredicateOracle, Problem, ReduceProgress, Reducer, ReduceStats, reduce_with
 from minimizer.size import Size, measure, sort_key
 
 __all__ = [

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from minimizer.mechanism import forward_of
 from minimizer.syntax import binds, fresh, tidy_tree, unparse
@@ -29,8 +29,18 @@ _ANNOTATION = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\]")
 _LIFTED = re.compile(r"(^|_)(modules|parameters|buffers)_")
 # Dynamo's dtype codes, as torch spells them
 DTYPES = {
-    "f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64", "i32": "int32",
-    "i16": "int16", "i8": "int8", "u8": "uint8", "b8": "bool", "c64": "complex64", "c128": "complex128",
+    "f32": "float32",
+    "f64": "float64",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "b8": "bool",
+    "c64": "complex64",
+    "c128": "complex128",
 }
 
 
@@ -49,7 +59,11 @@ class TensorType:
             text = f"torch.ones({shape}, dtype=torch.bool)"
         elif self.dtype.startswith(("int", "uint")):
             bound = max(self.shape[-1] if self.shape else 2, 2)
-            text = f"torch.randint(0, {bound}, ({shape},), dtype=torch.{self.dtype})" if self.shape else f"torch.tensor(0, dtype=torch.{self.dtype})"
+            text = (
+                f"torch.randint(0, {bound}, ({shape},), dtype=torch.{self.dtype})"
+                if self.shape
+                else f"torch.tensor(0, dtype=torch.{self.dtype})"
+            )
         else:
             text = f"torch.randn({shape}, dtype=torch.{self.dtype})"
         if requires_grad and self.dtype.startswith(("float", "bfloat")):
@@ -75,7 +89,11 @@ def node_types(graphs: Sequence[str]) -> dict[str, TensorType]:
     for graph in graphs:
         forward = forward_of(graph)
         for stmt in forward.body if forward is not None else ():
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and isinstance(stmt.annotation, ast.Constant):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(stmt.annotation, ast.Constant)
+            ):
                 found = tensor_type(str(stmt.annotation.value))
                 if found is not None:
                     types[stmt.target.id] = found
@@ -91,7 +109,7 @@ class GraphFunction:
 
 def _short(plain: str) -> str:
     """`self_modules_blocks_modules_0_modules_norm_parameters_weight` -> `blocks_0_norm_weight`."""
-    name = plain[len("self_"):] if plain.startswith("self_") else plain
+    name = plain[len("self_") :] if plain.startswith("self_") else plain
     return re.sub(r"\W", "_", _LIFTED.sub(r"\1", name)).strip("_") or "param"
 
 
@@ -125,13 +143,24 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
     for stmt in forward.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
             continue  # `x = y = None`: Dynamo freeing references early
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Name) and stmt.value.id in renames:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id in renames
+        ):
             renames[stmt.targets[0].id] = renames[stmt.value.id]  # `l_x_ = L_x_`: an alias of the placeholder
             continue
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             stmt = ast.Assign(targets=[stmt.target], value=stmt.value, lineno=stmt.lineno)
         body.append(stmt)
-    if body and isinstance(body[-1], ast.Return) and isinstance(body[-1].value, ast.Tuple) and len(body[-1].value.elts) == 1:
+    if (
+        body
+        and isinstance(body[-1], ast.Return)
+        and isinstance(body[-1].value, ast.Tuple)
+        and len(body[-1].value.elts) == 1
+    ):
         body[-1].value = body[-1].value.elts[0]  # Dynamo returns a tuple; a single output was not one
     module = ast.Module(body=body, type_ignores=[])
     for node in ast.walk(module):
@@ -141,8 +170,14 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
             node.slice = _as_slice_syntax(node.slice)
     _printable(module)
     args = [ast.arg(n) for n in user] + [ast.arg(n) for n, _ in lifted]
-    function = ast.FunctionDef(name=name, args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
-                               body=body or [ast.Pass()], decorator_list=[], returns=None, lineno=1)
+    function = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body or [ast.Pass()],
+        decorator_list=[],
+        returns=None,
+        lineno=1,
+    )
     return GraphFunction(function, tuple(user), tuple(lifted))
 
 
@@ -153,8 +188,12 @@ def _printable(tree: ast.AST) -> None:
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             if isinstance(node.func, ast.Name) and node.func.id == "device":
-                args = [k.value for k in node.keywords if k.arg == "type"] + [k.value for k in node.keywords if k.arg == "index"]
-                return ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), "device", ast.Load()), args + node.args, [])
+                args = [k.value for k in node.keywords if k.arg == "type"] + [
+                    k.value for k in node.keywords if k.arg == "index"
+                ]
+                return ast.Call(
+                    ast.Attribute(ast.Name("torch", ast.Load()), "device", ast.Load()), args + node.args, []
+                )
             return node
 
         def visit_Name(self, node: ast.Name) -> ast.AST:
@@ -169,7 +208,13 @@ def _as_slice_syntax(index: ast.expr) -> ast.expr:
     """`(slice(None, None, None), slice(1, 7, None))`, as Dynamo prints an index, back to `:, 1:7`."""
     if isinstance(index, ast.Tuple):
         return ast.Tuple([_as_slice_syntax(e) for e in index.elts], ast.Load())
-    if isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and index.func.id == "slice" and not index.keywords and len(index.args) == 3:
+    if (
+        isinstance(index, ast.Call)
+        and isinstance(index.func, ast.Name)
+        and index.func.id == "slice"
+        and not index.keywords
+        and len(index.args) == 3
+    ):
         lower, upper, step = (None if isinstance(a, ast.Constant) and a.value is None else a for a in index.args)
         return ast.Slice(lower, upper, step)
     return index
@@ -178,7 +223,13 @@ def _as_slice_syntax(index: ast.expr) -> ast.expr:
 def entry_parameters(tree: ast.Module, user: Sequence[str]) -> list[str] | None:
     """The positional parameters of the compiled entry point that names every user input: `def fn`, or a forward."""
     functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "fn"]
-    functions += [f for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward"]
+    functions += [
+        f
+        for c in ast.walk(tree)
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, ast.FunctionDef) and f.name == "forward"
+    ]
     for function in functions:
         params = [a.arg for a in function.args.posonlyargs + function.args.args]
         if function.name == "forward":
@@ -191,11 +242,22 @@ def entry_parameters(tree: ast.Module, user: Sequence[str]) -> list[str] | None:
 def _inputs_source(tree: ast.Module) -> tuple[list[ast.stmt], ast.expr] | None:
     """The statements that make the inputs, and the expression of the argument tuple, from `inputs` or `get_inputs`."""
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "inputs" for t in stmt.targets) and not isinstance(stmt.value, ast.Name):
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "inputs" for t in stmt.targets)
+            and not isinstance(stmt.value, ast.Name)
+        ):
             return [], stmt.value
     for name in ("inputs", "get_inputs"):
-        function = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == name and not s.args.args), None)
-        if function is not None and function.body and isinstance(function.body[-1], ast.Return) and function.body[-1].value is not None:
+        function = next(
+            (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == name and not s.args.args), None
+        )
+        if (
+            function is not None
+            and function.body
+            and isinstance(function.body[-1], ast.Return)
+            and function.body[-1].value is not None
+        ):
             return list(function.body[:-1]), function.body[-1].value
     return None
 
@@ -225,15 +287,27 @@ def rewrite_with_graph(source: str, graphs: Sequence[str], requires_grad: bool =
     order = sorted(graph.user, key=params.index)
     graph.function.args.args = [ast.arg(n) for n in order] + [ast.arg(n) for n, _ in graph.lifted]
     lifted = [t.maker(requires_grad) for _, t in graph.lifted]
-    if isinstance(expression, (ast.Tuple, ast.List)) and len(expression.elts) <= len(params) and not any(isinstance(e, ast.Starred) for e in expression.elts):
+    if (
+        isinstance(expression, (ast.Tuple, ast.List))
+        and len(expression.elts) <= len(params)
+        and not any(isinstance(e, ast.Starred) for e in expression.elts)
+    ):
         if any(params.index(u) >= len(expression.elts) for u in order):
             return None
         chosen: list[ast.expr] = [expression.elts[params.index(u)] for u in order]
     else:  # the argument tuple is computed: take the user's inputs from it by position
         statements = statements + [ast.Assign([ast.Name("_args", ast.Store())], expression, lineno=1)]
-        chosen = [ast.Subscript(ast.Name("_args", ast.Load()), ast.Constant(params.index(u)), ast.Load()) for u in order]
-    inputs = ast.FunctionDef(name="inputs", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-                             body=statements + [ast.Return(ast.Tuple(chosen + lifted, ast.Load()))], decorator_list=[], returns=None, lineno=1)
+        chosen = [
+            ast.Subscript(ast.Name("_args", ast.Load()), ast.Constant(params.index(u)), ast.Load()) for u in order
+        ]
+    inputs = ast.FunctionDef(
+        name="inputs",
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=statements + [ast.Return(ast.Tuple(chosen + lifted, ast.Load()))],
+        decorator_list=[],
+        returns=None,
+        lineno=1,
+    )
     entry = {"fn", "inputs", "Model", "get_inputs", "get_init_inputs"}
     kept = [s for s in tree.body if not (binds(s) & entry)]
     position = next((i for i, s in enumerate(tree.body) if binds(s) & entry), len(tree.body))
@@ -241,7 +315,9 @@ def rewrite_with_graph(source: str, graphs: Sequence[str], requires_grad: bool =
     tree.body = before + [graph.function, inputs] + [s for s in kept if s not in before]
     tidy_tree(tree)  # dead helpers first: a dead `def load(): model = ...` must not keep `model.eval()` alive
     _drop_old_construction(tree)
-    tidy_tree(tree)  # the module classes, config objects and helpers the graph replaced are dead now, and so are their imports
+    tidy_tree(
+        tree
+    )  # the module classes, config objects and helpers the graph replaced are dead now, and so are their imports
     return unparse(tree)
 
 
@@ -249,9 +325,13 @@ def _drop_old_construction(tree: ast.Module) -> None:
     """`model = Encoder(cfg)` / `model.eval()` built the old entry point: calls on a name nothing else reads go."""
     bound = {n for s in tree.body if isinstance(s, ast.Assign) for n in binds(s)}
     calls = {
-        id(s): s.value.func.value.id for s in tree.body
-        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
-        and isinstance(s.value.func.value, ast.Name) and s.value.func.value.id in bound
+        id(s): s.value.func.value.id
+        for s in tree.body
+        if isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Attribute)
+        and isinstance(s.value.func.value, ast.Name)
+        and s.value.func.value.id in bound
     }
     rest = ast.Module(body=[s for s in tree.body if id(s) not in calls], type_ignores=[])
     read = {n.id for n in ast.walk(rest) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from engine.judge.mechanisms import RANDOM_OPS
 
@@ -22,21 +22,76 @@ from engine.judge.mechanisms import RANDOM_OPS
 # depends on an argument are judged by it: the `training` flag below, and attention's dropout_p.
 # ops whose `training` flag decides what they compute: (positional index of the flag, whether training draws random numbers)
 TRAINING_FLAG = {
-    "dropout": (2, True), "alpha_dropout": (2, True), "feature_alpha_dropout": (2, True), "dropout1d": (2, True),
-    "dropout2d": (2, True), "dropout3d": (2, True), "rrelu": (3, True), "batch_norm": (5, False),
+    "dropout": (2, True),
+    "alpha_dropout": (2, True),
+    "feature_alpha_dropout": (2, True),
+    "dropout1d": (2, True),
+    "dropout2d": (2, True),
+    "dropout3d": (2, True),
+    "rrelu": (3, True),
+    "batch_norm": (5, False),
 }
 _OPERATORS = {
-    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floor_divide", ast.Mod: "remainder",
-    ast.Pow: "pow", ast.MatMult: "matmul", ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
-    ast.LShift: "bitwise_left_shift", ast.RShift: "bitwise_right_shift",
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.FloorDiv: "floor_divide",
+    ast.Mod: "remainder",
+    ast.Pow: "pow",
+    ast.MatMult: "matmul",
+    ast.BitAnd: "bitwise_and",
+    ast.BitOr: "bitwise_or",
+    ast.BitXor: "bitwise_xor",
+    ast.LShift: "bitwise_left_shift",
+    ast.RShift: "bitwise_right_shift",
 }
 # calls that move or reinterpret data rather than compute: left out of titles
-_PLUMBING = frozenset({
-    "view", "reshape", "contiguous", "size", "dim", "expand", "squeeze", "unsqueeze", "flatten", "unflatten",
-    "getitem", "clone", "detach", "to", "float", "long", "int", "half", "double", "bfloat16", "type_as", "chunk",
-    "split", "unbind", "device", "arange", "zeros", "ones", "full", "empty", "tensor", "zeros_like", "ones_like",
-    "empty_like", "full_like", "numel", "stride", "item", "tolist", "slice", "Ellipsis",
-})
+_PLUMBING = frozenset(
+    {
+        "view",
+        "reshape",
+        "contiguous",
+        "size",
+        "dim",
+        "expand",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "unflatten",
+        "getitem",
+        "clone",
+        "detach",
+        "to",
+        "float",
+        "long",
+        "int",
+        "half",
+        "double",
+        "bfloat16",
+        "type_as",
+        "chunk",
+        "split",
+        "unbind",
+        "device",
+        "arange",
+        "zeros",
+        "ones",
+        "full",
+        "empty",
+        "tensor",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "numel",
+        "stride",
+        "item",
+        "tolist",
+        "slice",
+        "Ellipsis",
+    }
+)
 _LOW_PRECISION = re.compile(r'"(?:bf16|f16)\[|torch\.(?:bfloat16|float16|half)\b')
 _NO_GRAD = re.compile(r"set_grad_enabled\(False")
 
@@ -110,7 +165,11 @@ def read_graphs(graphs: Sequence[str]) -> GraphFacts:
         for node in (n for stmt in forward.body for n in ast.walk(stmt)):  # statement by statement: graph order
             if isinstance(node, ast.Call):
                 name = call_name(node)
-                if name in RANDOM_OPS and name not in TRAINING_FLAG and (name != "scaled_dot_product_attention" or _attention_dropout(node)):
+                if (
+                    name in RANDOM_OPS
+                    and name not in TRAINING_FLAG
+                    and (name != "scaled_dot_product_attention" or _attention_dropout(node))
+                ):
                     random_ops.add(name)
                 if name in TRAINING_FLAG and _training(node, TRAINING_FLAG[name][0]):
                     training_ops.add(name)
@@ -122,6 +181,10 @@ def read_graphs(graphs: Sequence[str]) -> GraphFacts:
                 ops.append(_OPERATORS[type(node.op)])
     text = "\n".join(graphs)
     return GraphFacts(
-        frozenset(random_ops), frozenset(training_ops), bool(_NO_GRAD.search(text)), bool(_LOW_PRECISION.search(text)),
-        tuple(dict.fromkeys(ops)), len(graphs),
+        frozenset(random_ops),
+        frozenset(training_ops),
+        bool(_NO_GRAD.search(text)),
+        bool(_LOW_PRECISION.search(text)),
+        tuple(dict.fromkeys(ops)),
+        len(graphs),
     )

@@ -18,16 +18,26 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from engine import CheckOptions, Runner
 from minimizer.oracle import Checked, DivergenceOracle, Signature
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
-from minimizer.reducer import BudgetExhausted, Problem, ReduceProgress, Reducer, ReduceStats, ReductionPass, digest, load_checkpoint
+from minimizer.reducer import (
+    BudgetExhausted,
+    Problem,
+    ReduceProgress,
+    Reducer,
+    ReduceStats,
+    ReductionPass,
+    digest,
+    load_checkpoint,
+)
 from minimizer.report import issue_title, locate, render
 from minimizer.repro import ReproError, Verification, emit, verify
 from minimizer.size import Size, measure, sort_key
@@ -51,11 +61,15 @@ class MinimizeResult:
     report: str | None
     notes: tuple[str, ...]
     stopped: bool = False  # should_stop() said so: the best so far; the re-check, repro run or ablation may be missing
-    fell_back: bool = False  # the last candidate's repro did not reproduce: `minimized` is an earlier one whose repro does
+    fell_back: bool = (
+        False  # the last candidate's repro did not reproduce: `minimized` is an earlier one whose repro does
+    )
     guard_calls: int = 0  # checks spent on where adopted candidates start (included in oracle_calls)
     guard_seconds: float = 0.0
     final_check: Checked | None = None  # the re-check of `minimized`: the figures the report quotes
-    refused: tuple[tuple[str, int], ...] = ()  # candidates the oracle refused, by outcome (other-state: a slip the eval-state guard caught)
+    refused: tuple[
+        tuple[str, int], ...
+    ] = ()  # candidates the oracle refused, by outcome (other-state: a slip the eval-state guard caught)
     title: str | None = None  # the issue's title (GitHub's title field; the report is its body)
 
 
@@ -82,7 +96,15 @@ def minimize(
     fresh process; once it returns True the best candidate so far is returned at once with `stopped=True`.
     """
     ctx = _Context.establish(
-        source, options, runner, work_dir, budget_s=budget_s, python=python, filename=filename, on_note=on_note, should_stop=should_stop
+        source,
+        options,
+        runner,
+        work_dir,
+        budget_s=budget_s,
+        python=python,
+        filename=filename,
+        on_note=on_note,
+        should_stop=should_stop,
     )
     problem = _starting_problem(ctx, checkpoint_root, on_progress)
     stats = _reduce(ctx, problem, use_graph=use_graph, use_shrinkray=use_shrinkray)
@@ -153,7 +175,20 @@ class _Context:
         oracle = DivergenceOracle(runner, options, work_dir / "runs", filename=filename)
         signature = oracle.establish(source)
         deadline = time.monotonic() + budget_s if budget_s is not None else None
-        ctx = cls(source, options, runner, work_dir, python, oracle, signature, started, deadline, budget_s, should_stop or (lambda: False), on_note)
+        ctx = cls(
+            source,
+            options,
+            runner,
+            work_dir,
+            python,
+            oracle,
+            signature,
+            started,
+            deadline,
+            budget_s,
+            should_stop or (lambda: False),
+            on_note,
+        )
         ctx.note(f"target: {signature.describe()}")
         return ctx
 
@@ -173,8 +208,19 @@ class _Context:
         except ReproError as exc:
             self.note(f"no generated harness: {exc}")
             return None, None
-        expect = (self.signature.leaf, {s.value for s in self.signature.symptoms})  # the signature's leaf and symptoms, not any divergence
-        return script, verify(script, self.python or self.runner.python, self.options.timeout_s, self.work_dir / "verify", self.stop, self.runner.cache_dir, expect)
+        expect = (
+            self.signature.leaf,
+            {s.value for s in self.signature.symptoms},
+        )  # the signature's leaf and symptoms, not any divergence
+        return script, verify(
+            script,
+            self.python or self.runner.python,
+            self.options.timeout_s,
+            self.work_dir / "verify",
+            self.stop,
+            self.runner.cache_dir,
+            expect,
+        )
 
     def result(self, problem: Problem, stats: ReduceStats, minimized: str, **outcome: Any) -> MinimizeResult:
         """The result: what every minimization reports, and `outcome`, what its ending found."""
@@ -196,7 +242,9 @@ class _Context:
 
 
 # -- starting: from the checkpoint's best where it still diverges, tidied where the oracle agrees --
-def _starting_problem(ctx: _Context, checkpoint_root: Path | None, on_progress: Callable[[ReduceProgress], None] | None) -> Problem:
+def _starting_problem(
+    ctx: _Context, checkpoint_root: Path | None, on_progress: Callable[[ReduceProgress], None] | None
+) -> Problem:
     """The problem to reduce: the canonical original, or a smaller best from a checkpoint that still diverges."""
     start = canonical(ctx.source)
     checkpoint = checkpoint_root / digest(start) if checkpoint_root is not None else None
@@ -208,7 +256,16 @@ def _starting_problem(ctx: _Context, checkpoint_root: Path | None, on_progress: 
             resumed = best
             ctx.note(f"resuming from the checkpoint in {checkpoint} ({measure(best).tokens} tokens)")
     plausible = keeps_style(start)
-    problem = Problem(resumed or start, ctx.oracle, on_progress, ctx.deadline, checkpoint, rejected, should_stop=ctx.stop, plausible=plausible)
+    problem = Problem(
+        resumed or start,
+        ctx.oracle,
+        on_progress,
+        ctx.deadline,
+        checkpoint,
+        rejected,
+        should_stop=ctx.stop,
+        plausible=plausible,
+    )
     if not ctx.stop() and not _tidy_first(problem):
         # dead code the program needs (a draw that shifts the RNG, say): prune nothing behind the oracle's back
         ctx.note("tidying the program loses the divergence: dead code is removed only where the oracle agrees")
@@ -234,7 +291,9 @@ def _tidy_first(problem: Problem) -> bool:
 
 # -- reducing: our passes to a fixpoint, shrinkray's polish and our passes again, then the finishing passes --
 FINISHING_SHARE = 0.1  # of the budget kept for the finishing passes ...
-FINISHING_MIN_S = 20.0  # ... but at least this (inlining a node chain is one to five oracle calls), and at most half the budget
+FINISHING_MIN_S = (
+    20.0  # ... but at least this (inlining a node chain is one to five oracle calls), and at most half the budget
+)
 
 
 def finishing_reserve(budget_s: float) -> float:
@@ -248,15 +307,25 @@ def _reduce(ctx: _Context, problem: Problem, *, use_graph: bool, use_shrinkray: 
     The finishing passes (one expression from a chain of temporaries: what makes a repro read as one line) have the
     end of the budget to themselves, so a reduction that runs out of time still gets them.
     """
-    graph_passes: list[ReductionPass] = [graph_rewrite(ctx.oracle.fx_graphs), truncate_output, promote_to_inputs(ctx.oracle.fx_graphs)]
+    graph_passes: list[ReductionPass] = [
+        graph_rewrite(ctx.oracle.fx_graphs),
+        truncate_output,
+        promote_to_inputs(ctx.oracle.fx_graphs),
+    ]
     passes: list[ReductionPass] = (graph_passes if use_graph else []) + list(SOURCE_PASSES)
-    main_deadline = ctx.deadline - finishing_reserve(ctx.budget_s) if ctx.deadline is not None and ctx.budget_s is not None else None
+    main_deadline = (
+        ctx.deadline - finishing_reserve(ctx.budget_s)
+        if ctx.deadline is not None and ctx.budget_s is not None
+        else None
+    )
     problem.deadline = main_deadline
     stats = Reducer(passes).run(problem)
     exhausted = stats.budget_exhausted
     if exhausted and not ctx.stop():
-        ctx.note(f"the time budget for reducing ran out in pass {problem.pass_name}; the finishing passes had their reserved "
-                 f"{finishing_reserve(ctx.budget_s or 0):.0f} s")
+        ctx.note(
+            f"the time budget for reducing ran out in pass {problem.pass_name}; the finishing passes had their reserved "
+            f"{finishing_reserve(ctx.budget_s or 0):.0f} s"
+        )
     if use_shrinkray and not exhausted and not ctx.stop():
         polish_with_shrinkray(problem, ctx.oracle, main_deadline, ctx.note, problem.plausible)
         if (main_deadline is None or time.monotonic() < main_deadline) and not ctx.stop():
@@ -267,7 +336,9 @@ def _reduce(ctx: _Context, problem: Problem, *, use_graph: bool, use_shrinkray: 
     return problem.stats(exhausted)
 
 
-def shrinkray_decider(oracle: DivergenceOracle, plausible: Callable[[str], bool] = statically_plausible) -> Callable[[str], bool]:
+def shrinkray_decider(
+    oracle: DivergenceOracle, plausible: Callable[[str], bool] = statically_plausible
+) -> Callable[[str], bool]:
     """A thread-safe, cached interestingness answer for shrinkray's candidates."""
     cache: dict[str, bool] = {}
     lock = threading.Lock()
@@ -285,14 +356,21 @@ def shrinkray_decider(oracle: DivergenceOracle, plausible: Callable[[str], bool]
     return decide
 
 
-def polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline: float | None, note: Callable[[str], None],
-                           plausible: Callable[[str], bool] = statically_plausible) -> None:
+def polish_with_shrinkray(
+    problem: Problem,
+    oracle: DivergenceOracle,
+    deadline: float | None,
+    note: Callable[[str], None],
+    plausible: Callable[[str], bool] = statically_plausible,
+) -> None:
     from minimizer.shrinkray import find_shrinkray, run_shrinkray
 
     executable = find_shrinkray()
     if executable is None:
-        note("shrinkray not found (`divergence install-shrinkray` makes one, or set DIVERGENCE_SHRINKRAY to its executable); "
-             "finishing with our own passes")
+        note(
+            "shrinkray not found (`divergence install-shrinkray` makes one, or set DIVERGENCE_SHRINKRAY to its executable); "
+            "finishing with our own passes"
+        )
         return
     remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
     if remaining is not None and remaining < 10:
@@ -302,7 +380,9 @@ def polish_with_shrinkray(problem: Problem, oracle: DivergenceOracle, deadline: 
     run = run_shrinkray(executable, before, decide, budget_s=remaining)
     # its answer for its own result is cached, so this costs no oracle call unless shrinkray was cut short
     if decide(run.result) and problem.adopt_verified(run.result):
-        note(f"shrinkray polish: {measure(before).tokens} -> {measure(problem.current).tokens} tokens in {run.seconds:.0f} s")
+        note(
+            f"shrinkray polish: {measure(before).tokens} -> {measure(problem.current).tokens} tokens in {run.seconds:.0f} s"
+        )
     else:
         note(f"shrinkray polish found nothing smaller in {run.seconds:.0f} s")
 
@@ -317,7 +397,15 @@ def _stopped(ctx: _Context, problem: Problem, stats: ReduceStats) -> MinimizeRes
     except ReproError:
         repro = final
     return ctx.result(
-        problem, stats, final, confirmed=False, repro=repro, repro_verified=False, repro_output="", report=None, stopped=True
+        problem,
+        stats,
+        final,
+        confirmed=False,
+        repro=repro,
+        repro_verified=False,
+        repro_output="",
+        report=None,
+        stopped=True,
     )
 
 
@@ -352,7 +440,9 @@ def _confirm(ctx: _Context, problem: Problem) -> _Confirmation:
         repro, check = verifying.result()
     fell_back = False
     if check is not None and not check.reproduces and not ctx.stop():
-        ctx.note(f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}): {_last_line(check.output)}")
+        ctx.note(
+            f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}): {_last_line(check.output)}"
+        )
         found = fall_back(problem.history, ctx.check_repro, ctx.stop)
         if found is not None:
             final, repro, check = found
@@ -361,10 +451,14 @@ def _confirm(ctx: _Context, problem: Problem) -> _Confirmation:
             ctx.note(f"fell back to the last candidate whose repro reproduces ({measure(final).tokens} tokens)")
     confirmed = ctx.oracle.confirmed(final_run)
     if not confirmed:
-        ctx.note("FLAKY: the final candidate did not reproduce the signature when re-checked; treat the result with suspicion")
+        ctx.note(
+            "FLAKY: the final candidate did not reproduce the signature when re-checked; treat the result with suspicion"
+        )
     confirmation = _Confirmation(final, final_run, repro or final, check, fell_back, confirmed)
     if check is not None and not confirmation.verified:
-        ctx.note(f"no candidate's repro reproduced in a fresh process (exit {check.exit_code}); not offered as verified")
+        ctx.note(
+            f"no candidate's repro reproduced in a fresh process (exit {check.exit_code}); not offered as verified"
+        )
     return confirmation
 
 
@@ -373,8 +467,9 @@ def _last_line(output: str) -> str:
     return lines[-1][:300] if lines else "(no output)"
 
 
-def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None, Verification | None]],
-               stop: Callable[[], bool]) -> tuple[str, str, Verification] | None:
+def fall_back(
+    history: list[str], check_repro: Callable[[str], tuple[str | None, Verification | None]], stop: Callable[[], bool]
+) -> tuple[str, str, Verification] | None:
     """The last adopted candidate whose repro reproduces, by bisection over the history (the last one failed)."""
     lo, hi = -1, len(history) - 1  # history[hi] fails; history[lo] (once tested) reproduces
     best: tuple[str, str, Verification] | None = None
@@ -393,5 +488,7 @@ def fall_back(history: list[str], check_repro: Callable[[str], tuple[str | None,
 # -- reporting: the ablation ladder, run as the user runs it --
 def _report(ctx: _Context, confirmation: _Confirmation) -> str:
     """The report of the offered candidate: its signature, its re-check and the ablation ladder."""
-    rows, _ = locate(ctx.runner, confirmation.final, ctx.options, ctx.signature, ctx.work_dir / "ablation")  # the ladder as the user runs it
+    rows, _ = locate(
+        ctx.runner, confirmation.final, ctx.options, ctx.signature, ctx.work_dir / "ablation"
+    )  # the ladder as the user runs it
     return render(confirmation.final, ctx.signature, confirmation.final_run, rows, confirmation.verified)

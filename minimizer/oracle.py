@@ -26,10 +26,10 @@ import re
 import shutil
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Sequence
 
 from engine import CheckOptions, CheckResult, LeafKind, Runner, Symptom, Verdict
 from engine.judge import mechanisms
@@ -92,7 +92,11 @@ def signature_of(result: CheckResult) -> Signature | None:
 
 def same_state(target: GraphFacts, facts: GraphFacts) -> bool:
     """The same ops in training mode, the same no-grad state, and no random draw the original did not make."""
-    return facts.training_ops == target.training_ops and facts.no_grad == target.no_grad and facts.random_ops <= target.random_ops
+    return (
+        facts.training_ops == target.training_ops
+        and facts.no_grad == target.no_grad
+        and facts.random_ops <= target.random_ops
+    )
 
 
 def classify(signature: Signature, result: CheckResult) -> Outcome:
@@ -133,7 +137,9 @@ class Checked:
 class DivergenceOracle:
     """Tests candidates in the engine's worker, up to `parallelism` at a time, against one signature."""
 
-    def __init__(self, runner: Runner, options: CheckOptions, work_dir: Path, filename: str = "snippet.py", parallelism: int = 2) -> None:
+    def __init__(
+        self, runner: Runner, options: CheckOptions, work_dir: Path, filename: str = "snippet.py", parallelism: int = 2
+    ) -> None:
         self.runner = runner
         # the original runs as it was checked: its compiles are then hits on the check's entries in Inductor's cache
         self.original_options = options
@@ -153,7 +159,9 @@ class DivergenceOracle:
         self._graphs: dict[str, tuple[str, ...]] = {}
         self._kernels: dict[str, tuple[str, ...]] = {}
         self._guarded_kernels: tuple[str, ...] | None = None
-        self.last: dict[str, Checked] = {}  # the last full run of a candidate, by source (the final one feeds the report)
+        self.last: dict[
+            str, Checked
+        ] = {}  # the last full run of a candidate, by source (the final one feeds the report)
 
     def _run(self, sources: Sequence[str], options: CheckOptions) -> list[Checked]:
         jobs = []
@@ -164,7 +172,9 @@ class DivergenceOracle:
         checked = []
         for job, run_dir in jobs:
             result = job.wait()
-            checked.append(Checked(result, read_intermediates(run_dir) if options.localize == "intermediates" else None))
+            checked.append(
+                Checked(result, read_intermediates(run_dir) if options.localize == "intermediates" else None)
+            )
             shutil.rmtree(run_dir, ignore_errors=True)  # arrays of every candidate would fill the disk
         return checked
 
@@ -181,18 +191,23 @@ class DivergenceOracle:
         if len(signatures) > 1 or len({r.verdict for r in results}) > 1:
             raise NotReproducible(
                 "the divergence is flaky: the same program gave different answers on re-runs ("
-                + "; ".join(r.explanation for r in results) + ")"
+                + "; ".join(r.explanation for r in results)
+                + ")"
             )
         base = signatures.pop()
         if base is None:
-            raise NotReproducible(f"nothing to minimize: the check's verdict is {first.verdict.value} ({first.explanation})")
+            raise NotReproducible(
+                f"nothing to minimize: the check's verdict is {first.verdict.value} ({first.explanation})"
+            )
         switches = {k: True for k in SWITCHES if k not in self.options.inductor_config}
         probe = self._run([source], self._guarded(self.options.with_inductor_config(**switches)))[0]
         if classify(base, probe.result) is not Outcome.INTERESTING:
             raise NotReproducible(self._explained(source, base, switches, probe.result))
         report = probe.intermediates
         start = report.status if report is not None else "failed"
-        first_op = report.first.op if report is not None and report.status == "found" and report.first is not None else None
+        first_op = (
+            report.first.op if report is not None and report.status == "found" and report.first is not None else None
+        )
         self.signature = replace(base, start=start, first_op=first_op)
         # a localization that could not run says nothing about where candidates start: only the other guards hold
         self.start_guard = start in ("found", "none-diverges", "backward-not-compared")
@@ -210,24 +225,34 @@ class DivergenceOracle:
         culprit = None
         if len(switches) == 2:
             alone = self._run([source], self.options.with_inductor_config(fallback_random=True))[0].result
-            culprit = "fallback_random" if classify(base, alone) is not Outcome.INTERESTING else "emulate_precision_casts"
+            culprit = (
+                "fallback_random" if classify(base, alone) is not Outcome.INTERESTING else "emulate_precision_casts"
+            )
         elif switches:
             culprit = next(iter(switches))
         # a mechanism is named only with evidence of it in the program, as the check names it (engine/judge/mechanisms.py)
         trips = mechanisms.round_trips(probe.code.fx_graphs)
         if culprit == "fallback_random" and base.state.random_ops:
-            what = (f"it vanishes with fallback_random=True, so it is Inductor's random stream differing from eager's "
-                    f"({', '.join(sorted(base.state.random_ops))}), not a kernel bug (pytorch#118735)")
+            what = (
+                f"it vanishes with fallback_random=True, so it is Inductor's random stream differing from eager's "
+                f"({', '.join(sorted(base.state.random_ops))}), not a kernel bug (pytorch#118735)"
+            )
         elif culprit == "emulate_precision_casts" and trips:
             what = f"it vanishes with emulate_precision_casts=True: Inductor skipped a low-precision round trip that eager performs ({trips[0].describe()})"
         elif culprit == "fallback_random":
-            what = "it " + mechanisms.unexplained("fallback_random=True", "the program calls no op that draws random numbers")
+            what = "it " + mechanisms.unexplained(
+                "fallback_random=True", "the program calls no op that draws random numbers"
+            )
         elif culprit == "emulate_precision_casts":
-            what = "it " + mechanisms.unexplained("emulate_precision_casts=True", "the program has no bf16/fp16 value a fused kernel could keep in fp32")
+            what = "it " + mechanisms.unexplained(
+                "emulate_precision_casts=True", "the program has no bf16/fp16 value a fused kernel could keep in fp32"
+            )
         else:
             what = f"with both switches set by you it is {probe.verdict.value} ({probe.explanation})"
-        return (f"nothing to minimize: {what}. To minimize that difference anyway, pass "
-                f"--config {culprit or 'fallback_random'}=False")
+        return (
+            f"nothing to minimize: {what}. To minimize that difference anyway, pass "
+            f"--config {culprit or 'fallback_random'}=False"
+        )
 
     def classify_many(self, candidates: Sequence[str]) -> list[tuple[Outcome, CheckResult]]:
         assert self.signature is not None, "establish() first"
@@ -258,7 +283,9 @@ class DivergenceOracle:
         self.guard_calls += 1
         run = self._run([candidate], self._guarded(self.candidate_options))[0]
         self.guard_seconds += time.monotonic() - started
-        ok = classify(self.signature, run.result) is Outcome.INTERESTING and self.signature.same_start(run.intermediates)
+        ok = classify(self.signature, run.result) is Outcome.INTERESTING and self.signature.same_start(
+            run.intermediates
+        )
         if ok:
             self._guarded_kernels = kernel_set(run.result)
         else:
@@ -273,7 +300,9 @@ class DivergenceOracle:
 
     def confirmed(self, run: Checked) -> bool:
         assert self.signature is not None
-        return classify(self.signature, run.result) is Outcome.INTERESTING and (not self.start_guard or self.signature.same_start(run.intermediates))
+        return classify(self.signature, run.result) is Outcome.INTERESTING and (
+            not self.start_guard or self.signature.same_start(run.intermediates)
+        )
 
     def confirm(self, source: str) -> bool:
         """Re-run an adopted candidate: a flaky reproduction shows up as a different answer."""
@@ -285,4 +314,3 @@ class DivergenceOracle:
 
     def refusals(self) -> dict[str, int]:
         return {o.value: n for o, n in self.outcomes.items() if o is not Outcome.INTERESTING}
-

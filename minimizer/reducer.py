@@ -13,9 +13,10 @@ import difflib
 import hashlib
 import json
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Protocol
 
 from minimizer.size import count_tokens, sort_key
 from minimizer.syntax import canonical, fresh, statically_plausible, unparse
@@ -149,7 +150,9 @@ class Problem:
                     self.refused_edits.add(edit_of(self.current, candidate))
             self._report()
             # the smallest interesting one: the batch's calls are spent either way
-            winners = sorted((c for c, ok in zip(batch, verdicts) if ok and sort_key(c) < sort_key(self.current)), key=sort_key)
+            winners = sorted(
+                (c for c, ok in zip(batch, verdicts) if ok and sort_key(c) < sort_key(self.current)), key=sort_key
+            )
             for winner in winners:
                 if self._guarded(winner):
                     self._adopt(winner)
@@ -222,7 +225,11 @@ class Problem:
     def adopt(self, candidate: str) -> bool:
         """Adopt a candidate `probe` called interesting, if it is smaller and passes the oracle's guard."""
         candidate = self.prepare(candidate)
-        if not self.known.get(digest(candidate)) or sort_key(candidate) >= sort_key(self.current) or not self._guarded(candidate):
+        if (
+            not self.known.get(digest(candidate))
+            or sort_key(candidate) >= sort_key(self.current)
+            or not self._guarded(candidate)
+        ):
             return False
         self._adopt(candidate)
         return True
@@ -264,12 +271,31 @@ class Problem:
             return
         best = count_tokens(self.current)
         try:
-            self.on_progress(ReduceProgress(self.pass_name, self.tried, self.calls, self.last_tested_tokens, best, self.initial_tokens, time.monotonic() - self.started))
+            self.on_progress(
+                ReduceProgress(
+                    self.pass_name,
+                    self.tried,
+                    self.calls,
+                    self.last_tested_tokens,
+                    best,
+                    self.initial_tokens,
+                    time.monotonic() - self.started,
+                )
+            )
         except Exception:  # a broken progress display must not end a long reduction
             pass
 
     def stats(self, budget_exhausted: bool = False) -> ReduceStats:
-        return ReduceStats(self.tried, self.duplicates, self.static_rejects, self.calls, self.accepted, time.monotonic() - self.started, budget_exhausted, self.skipped_edits)
+        return ReduceStats(
+            self.tried,
+            self.duplicates,
+            self.static_rejects,
+            self.calls,
+            self.accepted,
+            time.monotonic() - self.started,
+            budget_exhausted,
+            self.skipped_edits,
+        )
 
 
 ReductionPass = Callable[[Problem], None]

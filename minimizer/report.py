@@ -18,7 +18,17 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engine import CheckOptions, CheckResult, LeafKind, LeafResult, Localization, Runner, Symptom, Verdict, run_localization
+from engine import (
+    CheckOptions,
+    CheckResult,
+    LeafKind,
+    LeafResult,
+    Localization,
+    Runner,
+    Symptom,
+    Verdict,
+    run_localization,
+)
 from minimizer import standalone
 from minimizer.mechanism import read_graphs
 from minimizer.oracle import Checked, Outcome, Signature, classify
@@ -34,21 +44,33 @@ class AblationRow:
     explanation: str
 
 
-def locate(runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path,
-           steps: tuple[str, ...] = ("ablation",)) -> tuple[tuple[AblationRow, ...], Localization]:
+def locate(
+    runner: Runner,
+    program: str,
+    options: CheckOptions,
+    signature: Signature,
+    work_dir: Path,
+    steps: tuple[str, ...] = ("ablation",),
+) -> tuple[tuple[AblationRow, ...], Localization]:
     """The engine's ladder (and whatever other steps are asked for); each rung also judged against the signature."""
     loc = run_localization(runner, program, options, "repro.py", work_dir, steps=steps)
     rows: list[AblationRow] = []
     for r in loc.ablation.rows if loc.ablation is not None else ():
         try:  # "same divergence" needs the rung's leaves, which its run directory keeps
-            same = classify(signature, CheckResult.load(Path(r.run_dir))) is Outcome.INTERESTING if r.run_dir else r.diverges
+            same = (
+                classify(signature, CheckResult.load(Path(r.run_dir))) is Outcome.INTERESTING
+                if r.run_dir
+                else r.diverges
+            )
         except (OSError, ValueError, KeyError, TypeError):
             same = r.diverges
         rows.append(AblationRow(r.setting, r.verdict, same, r.explanation))
     return tuple(rows), loc
 
 
-def ablate(runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path) -> tuple[AblationRow, ...]:
+def ablate(
+    runner: Runner, program: str, options: CheckOptions, signature: Signature, work_dir: Path
+) -> tuple[AblationRow, ...]:
     """The ladder's rows alone (see `locate`)."""
     return locate(runner, program, options, signature, work_dir)[0]
 
@@ -115,37 +137,61 @@ def _leaf(signature: Signature | None, result: CheckResult) -> LeafResult | None
 
 def expected_actual(leaf: LeafResult) -> tuple[str, str]:
     """What eager gives and what compiled gives instead, one sentence each, from the leaf's own figures."""
-    leaf = replace(leaf, name=re.sub(r"^call\d+: ", "", leaf.name))  # a verbatim script's calls: `out` of its compiled call
+    leaf = replace(
+        leaf, name=re.sub(r"^call\d+: ", "", leaf.name)
+    )  # a verbatim script's calls: `out` of its compiled call
     symptoms = set(leaf.symptoms)
     call = "`torch.compile(fn)`"
     if Symptom.SHAPE in symptoms or Symptom.DTYPE in symptoms:
-        return (f"{call} returns `{leaf.name}` with eager's shape {list(leaf.shape or ())} and dtype `{leaf.dtype}`.",
-                f"It returns shape {list(leaf.compiled_shape or ())} and dtype `{leaf.compiled_dtype}`.")
+        return (
+            f"{call} returns `{leaf.name}` with eager's shape {list(leaf.shape or ())} and dtype `{leaf.dtype}`.",
+            f"It returns shape {list(leaf.compiled_shape or ())} and dtype `{leaf.compiled_dtype}`.",
+        )
     if Symptom.LAYOUT in symptoms:
-        return (f"{call} returns `{leaf.name}` as eager's {leaf.layout or 'strided'} tensor.",
-                f"It returns a {leaf.compiled_layout or 'strided'} tensor{_and_values(leaf)}.")
+        return (
+            f"{call} returns `{leaf.name}` as eager's {leaf.layout or 'strided'} tensor.",
+            f"It returns a {leaf.compiled_layout or 'strided'} tensor{_and_values(leaf)}.",
+        )
     if Symptom.STRIDE in symptoms:
-        return (f"{call} returns `{leaf.name}` with eager's strides {list(leaf.stride or ())}.",
-                f"It returns strides {list(leaf.compiled_stride or ())}{_and_values(leaf)}.")
+        return (
+            f"{call} returns `{leaf.name}` with eager's strides {list(leaf.stride or ())}.",
+            f"It returns strides {list(leaf.compiled_stride or ())}{_and_values(leaf)}.",
+        )
     for symptom, what in ((Symptom.NAN, "NaN"), (Symptom.INF, "inf")):
         if symptom in symptoms:
             count = leaf.nan_mismatches if symptom is Symptom.NAN else leaf.inf_mismatches
-            return (f"{call} returns {what} in `{leaf.name}` exactly where eager does.", f"{count:,} element(s) are {what} on one side only{_and_values(leaf)}.")
+            return (
+                f"{call} returns {what} in `{leaf.name}` exactly where eager does.",
+                f"{count:,} element(s) are {what} on one side only{_and_values(leaf)}.",
+            )
     if Symptom.SIGNED_ZERO in symptoms:
-        return (f"{call} returns the zeros of `{leaf.name}` with eager's signs.", f"{leaf.signed_zero_mismatches:,} element(s) are -0.0 on one side and 0.0 on the other.")
+        return (
+            f"{call} returns the zeros of `{leaf.name}` with eager's signs.",
+            f"{leaf.signed_zero_mismatches:,} element(s) are -0.0 on one side and 0.0 on the other.",
+        )
     if leaf.eager_value is None or leaf.compiled_value is None or not leaf.worst_index:
         return f"{call} gives eager's `{leaf.name}`.", f"It does not: {leaf.explanation.rstrip('.')}."
     where = f"at index {list(leaf.worst_index)} of `{leaf.name}`"
-    agrees = leaf.eager_ref_max is not None and leaf.compiled_ref_max is not None and leaf.eager_ref_max < leaf.compiled_ref_max
+    agrees = (
+        leaf.eager_ref_max is not None
+        and leaf.compiled_ref_max is not None
+        and leaf.eager_ref_max < leaf.compiled_ref_max
+    )
     verb = "leaves" if leaf.kind is LeafKind.MUTATED_INPUT else "returns"
     # float64 is named beside the element only where it says so there: over the leaf compiled can be further from it
     # while nearer at the element shown (bf16 arange: eager 4096, compiled 4128, float64 4113)
     e, c, r = (_number(v) for v in (leaf.eager_value, leaf.compiled_value, leaf.reference_value))
     here = e is not None and c is not None and r is not None and abs(r - e) < abs(r - c)
     shown = "" if r is None or (here and e == r) else f" (float64: `{leaf.reference_value}`)"
-    return (f"{call} {verb} eager's `{leaf.eager_value}` {where}{', as a float64 run does' if here and e == r else ''}.",
-            f"It gives `{leaf.compiled_value}` there{shown}{_and_values(leaf)}"
-            + (f", and compiled is further from float64 than eager (max error {leaf.compiled_ref_max:.3g} vs {leaf.eager_ref_max:.3g})." if agrees else "."))
+    return (
+        f"{call} {verb} eager's `{leaf.eager_value}` {where}{', as a float64 run does' if here and e == r else ''}.",
+        f"It gives `{leaf.compiled_value}` there{shown}{_and_values(leaf)}"
+        + (
+            f", and compiled is further from float64 than eager (max error {leaf.compiled_ref_max:.3g} vs {leaf.eager_ref_max:.3g})."
+            if agrees
+            else "."
+        ),
+    )
 
 
 def _number(value: str | None) -> float | None:
@@ -157,7 +203,11 @@ def _number(value: str | None) -> float | None:
 
 def _and_values(leaf: LeafResult) -> str:
     finite = leaf.max_abs > 0 and math.isfinite(leaf.max_abs)
-    return f"; {leaf.mismatches:,} of {leaf.numel:,} elements differ by up to {leaf.max_abs:.3g}" if leaf.mismatches and leaf.numel and finite else ""
+    return (
+        f"; {leaf.mismatches:,} of {leaf.numel:,} elements differ by up to {leaf.max_abs:.3g}"
+        if leaf.mismatches and leaf.numel and finite
+        else ""
+    )
 
 
 def start_line(run: Checked | None) -> str:
@@ -166,12 +216,22 @@ def start_line(run: Checked | None) -> str:
     if report is None or report.status != "found" or report.first is None:
         return ""
     kernel = f", computed by kernel `{report.kernel}`" if report.kernel else ""
-    caution = " (with every intermediate exposed the output no longer diverges: a hint)" if not report.reproduced else ""
+    caution = (
+        " (with every intermediate exposed the output no longer diverges: a hint)" if not report.reproduced else ""
+    )
     return f"First diverging intermediate of the ATen graph Inductor compiles: `{report.first.node} = {report.first.op}`{kernel}{caution}."
 
 
-def render(program: str, signature: Signature | None, final: Checked | None, rows: tuple[AblationRow, ...], verified: bool,
-           *, logs: str = "", environment: str = "") -> str:
+def render(
+    program: str,
+    signature: Signature | None,
+    final: Checked | None,
+    rows: tuple[AblationRow, ...],
+    verified: bool,
+    *,
+    logs: str = "",
+    environment: str = "",
+) -> str:
     """The issue body in the sections of PyTorch's bug template: a script that runs as pasted (minimizer/standalone.py),
     expected and actual in a sentence each, where it starts, the ablation, and the versions. The title is not in it
     (`issue_title`: GitHub's title field).
@@ -185,31 +245,58 @@ def render(program: str, signature: Signature | None, final: Checked | None, row
     runnable = standalone.script(program, leaf, result.options) if leaf is not None and result is not None else None
     lines = ["### 🐛 Describe the bug", ""]
     if runnable is not None:
-        lines += ["`torch.compile` returns a different result from eager for this program and raises nothing; the script prints both:", "",
-                  "```python", runnable.rstrip(), "```", ""]
+        lines += [
+            "`torch.compile` returns a different result from eager for this program and raises nothing; the script prints both:",
+            "",
+            "```python",
+            runnable.rstrip(),
+            "```",
+            "",
+        ]
     else:
-        lines += ["`torch.compile` returns a different result from eager for this program and raises nothing"
-                  + (" (`repro.py`, attached, runs it both ways and compares):" if verified else ":"), "",
-                  "```python", program.rstrip(), "```", ""]
+        lines += [
+            "`torch.compile` returns a different result from eager for this program and raises nothing"
+            + (" (`repro.py`, attached, runs it both ways and compares):" if verified else ":"),
+            "",
+            "```python",
+            program.rstrip(),
+            "```",
+            "",
+        ]
     if "torch.testing._internal" in program:  # op_db's samples: the script cannot be shorter than the database it reads
-        lines += ["The inputs are a sample of PyTorch's OpInfo database (`op_db`), whose module needs `expecttest` "
-                  "(`pip install expecttest`, one of PyTorch's test dependencies).", ""]
+        lines += [
+            "The inputs are a sample of PyTorch's OpInfo database (`op_db`), whose module needs `expecttest` "
+            "(`pip install expecttest`, one of PyTorch's test dependencies).",
+            "",
+        ]
     if leaf is not None:
         expected, actual = expected_actual(leaf)
         lines += [f"**Expected:** {expected}", f"**Actual:** {actual}", ""]
     elif result is not None:
         lines += [f"The check: {result.explanation}", ""]
-    if (start := start_line(final)):
+    if start := start_line(final):
         lines.append(start)
-    if (ladder := ablation_line(rows)):
+    if ladder := ablation_line(rows):
         lines.append(f"Backends: {ladder}.")
     if verified:
-        lines.append("`repro.py` (attached) checks every output on its own: eager vs compiled vs a float64 reference; it exits 1 while the bug is present.")
-    lines += ["", "### Error logs", "", logs.strip() or "None: nothing raises; the values differ (the script's output above).", "", "### Versions", ""]
+        lines.append(
+            "`repro.py` (attached) checks every output on its own: eager vs compiled vs a float64 reference; it exits 1 while the bug is present."
+        )
+    lines += [
+        "",
+        "### Error logs",
+        "",
+        logs.strip() or "None: nothing raises; the values differ (the script's output above).",
+        "",
+        "### Versions",
+        "",
+    ]
     if environment.strip():
         lines += ["```", environment.strip(), "```"]
     elif result is not None:
         env = result.environment
-        lines.append(f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
-                     f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}")
+        lines.append(
+            f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
+            f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}"
+        )
     return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"

@@ -26,9 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from engine import CheckOptions, SnippetStyle, detect_style
 
@@ -192,7 +192,7 @@ def _finish(diverged):
 '''
 
 # fn + inputs and KernelBench (after the adapter has defined fn and inputs)
-PROGRAM_DRIVER = '''
+PROGRAM_DRIVER = """
 
 def _args():
     _seed(SEED)
@@ -218,7 +218,7 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
-'''
+"""
 
 # a verbatim repro: installed before the program runs
 REPRO_INTERCEPT = '''
@@ -252,14 +252,14 @@ _seed(SEED)
 # ---- the program ----
 '''
 
-REPRO_FOOTER = '''
+REPRO_FOOTER = """
 
 # ---- harness: the verdict over every compiled call ----
 if _CALLS[0] == 0:
     print("the compiled function was never called: nothing was compared")
     sys.exit(2)
 sys.exit(_finish(_DIVERGED))
-'''
+"""
 
 
 class ReproError(ValueError):
@@ -303,7 +303,17 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
     if "numpy" in program:
         seeded += "import numpy\nnumpy.random.seed(SEED)\n"
     seeded += "\n"
-    return head + seeded + body.rstrip() + "\n" + adapter + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----\n" + HELPERS + judge_source() + PROGRAM_DRIVER
+    return (
+        head
+        + seeded
+        + body.rstrip()
+        + "\n"
+        + adapter
+        + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----\n"
+        + HELPERS
+        + judge_source()
+        + PROGRAM_DRIVER
+    )
 
 
 # The modules of the engine's judge a repro embeds, in dependency order, and where they are.
@@ -314,11 +324,15 @@ _JUDGE_PACKAGE = "_divergence_judge"
 def judge_source() -> str:
     """The engine's judge as a script section: each module's source verbatim (imports renamed to a private
     package), loaded into sys.modules by a few lines; `_judge` then holds them."""
-    root = Path(__file__).resolve().parents[1] / "engine"  # the engine beside this package (read as text, never imported)
+    root = (
+        Path(__file__).resolve().parents[1] / "engine"
+    )  # the engine beside this package (read as text, never imported)
     sources = {}
     for name in JUDGE_MODULES:
         text = (root / ("child" if name == "faithful" else "judge") / f"{name}.py").read_text()
-        text = text.replace("from engine.judge.", f"from {_JUDGE_PACKAGE}.").replace("from engine.judge import", f"from {_JUDGE_PACKAGE} import")
+        text = text.replace("from engine.judge.", f"from {_JUDGE_PACKAGE}.").replace(
+            "from engine.judge import", f"from {_JUDGE_PACKAGE} import"
+        )
         if "from engine" in text:
             raise ReproError(f"the judge's module {name} imports more of the engine than a repro can embed")
         sources[name] = text
@@ -365,7 +379,12 @@ def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: s
 def _defines(program: str, name: str) -> bool:
     import ast
 
-    return any(isinstance(t, ast.Name) and t.id == name for node in ast.parse(program).body if isinstance(node, ast.Assign) for t in node.targets)
+    return any(
+        isinstance(t, ast.Name) and t.id == name
+        for node in ast.parse(program).body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+    )
 
 
 def _without_main_block(program: str) -> str:
@@ -387,12 +406,20 @@ def _split_future_imports(program: str) -> tuple[str, str]:
 
 
 def _option_kwargs(options: CheckOptions) -> dict[str, object]:
-    return {k: getattr(options, k) for k in ("backend", "mode", "dynamic", "fullgraph") if getattr(options, k) is not None}
+    return {
+        k: getattr(options, k) for k in ("backend", "mode", "dynamic", "fullgraph") if getattr(options, k) is not None
+    }
 
 
-def verify(script: str, python: str | None = None, timeout_s: float = 300.0, work_dir: Path | None = None,
-           should_stop: Callable[[], bool] | None = None, inductor_cache: Path | None = None,
-           expect: tuple[str, Iterable[str]] | None = None) -> Verification:
+def verify(
+    script: str,
+    python: str | None = None,
+    timeout_s: float = 300.0,
+    work_dir: Path | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    inductor_cache: Path | None = None,
+    expect: tuple[str, Iterable[str]] | None = None,
+) -> Verification:
     """Run the script in a fresh interpreter (no state shared with anything that ran before).
 
     It reproduces when it exits 1 saying DIVERGENT; with `expect` (a signature's leaf and symptoms), only when its
@@ -410,7 +437,9 @@ def verify(script: str, python: str | None = None, timeout_s: float = 300.0, wor
     # files, not pipes: a chatty script must not block on a full pipe while this loop polls
     with open(out_path, "w") as out_file, open(err_path, "w") as err_file:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache)) if inductor_cache is not None else None
-        process = subprocess.Popen([python or sys.executable, str(path)], stdout=out_file, stderr=err_file, cwd=directory, env=env)
+        process = subprocess.Popen(
+            [python or sys.executable, str(path)], stdout=out_file, stderr=err_file, cwd=directory, env=env
+        )
         deadline = time.monotonic() + timeout_s
         why = ""
         while why == "":
@@ -436,7 +465,7 @@ def verify(script: str, python: str | None = None, timeout_s: float = 300.0, wor
 
 def shows(stdout: str, expect: tuple[str, Iterable[str]] | None) -> bool:
     """Does the repro's output say DIVERGENT, for the expected leaf with all the expected symptoms when given?"""
-    lines = [line[len("DIVERGENT "):] for line in stdout.splitlines() if line.startswith("DIVERGENT ")]
+    lines = [line[len("DIVERGENT ") :] for line in stdout.splitlines() if line.startswith("DIVERGENT ")]
     if expect is None:
         return bool(lines)
     leaf, symptoms = expect
@@ -446,7 +475,7 @@ def shows(stdout: str, expect: tuple[str, Iterable[str]] | None) -> bool:
     for line in lines:
         if present and not line.startswith(f"{leaf} ["):
             continue
-        found = _LINE.match(line[len(leaf):] if present else line)
+        found = _LINE.match(line[len(leaf) :] if present else line)
         if found is not None and set(symptoms) <= set(found["symptoms"].split(", ")):
             return True
     return False

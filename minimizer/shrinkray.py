@@ -18,17 +18,17 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-INTERESTINGNESS = '''import socket, sys
+INTERESTINGNESS = """import socket, sys
 data = open(sys.argv[1], "rb").read()
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect({path!r})
 s.sendall(len(data).to_bytes(8, "big") + data)
 sys.exit(0 if s.recv(1) == b"1" else 1)
-'''
+"""
 
 
 # Releases from 26.7.7 on pull llama-cpp-python and switch an LLM pass on by default.
@@ -59,7 +59,10 @@ def find_python312() -> str | None:
     pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
     if shutil.which("pyenv"):
         try:
-            pyenv_root = Path(subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30).stdout.strip() or pyenv_root)
+            pyenv_root = Path(
+                subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=30).stdout.strip()
+                or pyenv_root
+            )
         except (OSError, subprocess.TimeoutExpired):
             pass
     candidates += sorted((str(p) for p in pyenv_root.glob("versions/3.1[2-9]*/bin/python")), reverse=True)
@@ -68,7 +71,12 @@ def find_python312() -> str | None:
 
 def _new_enough(python: str) -> bool:
     try:
-        probe = subprocess.run([python, "-c", "import sys, venv; print(sys.version_info >= (3, 12))"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(
+            [python, "-c", "import sys, venv; print(sys.version_info >= (3, 12))"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.stdout.strip() == "True"
@@ -82,15 +90,22 @@ def install_shrinkray(venv: Path | None = None, python: str | None = None) -> st
         raise InstallError(f"{python} is not a Python >= 3.12, which shrinkray needs")
     python = python or find_python312()
     if python is None:
-        raise InstallError("shrinkray needs Python >= 3.12 and none was found (python3.12, python3.13 or pyenv); "
-                           "install one, or point DIVERGENCE_SHRINKRAY at an existing shrinkray executable")
-    for step in ([python, "-m", "venv", str(venv)], [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", PINNED]):
+        raise InstallError(
+            "shrinkray needs Python >= 3.12 and none was found (python3.12, python3.13 or pyenv); "
+            "install one, or point DIVERGENCE_SHRINKRAY at an existing shrinkray executable"
+        )
+    for step in (
+        [python, "-m", "venv", str(venv)],
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", PINNED],
+    ):
         try:
             done = subprocess.run(step, capture_output=True, text=True, timeout=900)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InstallError(f"{' '.join(step[:3])} failed: {exc}") from exc
         if done.returncode != 0:
-            raise InstallError(f"{' '.join(step)} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
+            raise InstallError(
+                f"{' '.join(step)} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}"
+            )
     executable = venv / "bin" / "shrinkray"
     if not executable.exists():
         raise InstallError(f"pip finished but {executable} is missing")
@@ -146,10 +161,27 @@ def run_shrinkray(
     test.write_text(INTERESTINGNESS.format(path=sock))
     python = str(Path(executable).with_name("python")) if Path(executable).with_name("python").exists() else "python3"
     script = work / "interesting.sh"
-    script.write_text(f"#!/bin/sh\nexec {python} {test} \"$1\"\n")
+    script.write_text(f'#!/bin/sh\nexec {python} {test} "$1"\n')
     script.chmod(0o755)
-    args = [executable, "--ui", "basic", "--input-type", "arg", "--parallelism", str(parallelism), "--timeout", str(timeout_s),
-            "--no-history", "--formatter", "none", "--trivial-is-not-error", "--volume", "quiet", str(script), str(target)]
+    args = [
+        executable,
+        "--ui",
+        "basic",
+        "--input-type",
+        "arg",
+        "--parallelism",
+        str(parallelism),
+        "--timeout",
+        str(timeout_s),
+        "--no-history",
+        "--formatter",
+        "none",
+        "--trivial-is-not-error",
+        "--volume",
+        "quiet",
+        str(script),
+        str(target),
+    ]
     if "--no-llm" in _help(executable):
         args.insert(1, "--no-llm")
     started = time.monotonic()
@@ -157,7 +189,10 @@ def run_shrinkray(
         done = subprocess.run(args, capture_output=True, text=True, timeout=budget_s, cwd=work)
         code, log = done.returncode, (done.stdout + done.stderr)[-4000:]
     except subprocess.TimeoutExpired:
-        code, log = -1, "stopped at the time budget"  # shrinkray writes improvements in place, so the file holds its best
+        code, log = (
+            -1,
+            "stopped at the time budget",
+        )  # shrinkray writes improvements in place, so the file holds its best
     finally:
         server.shutdown()
         server.server_close()

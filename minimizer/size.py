@@ -11,7 +11,15 @@ import io
 import tokenize
 from dataclasses import dataclass
 
-_SKIP_TOKENS = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER, tokenize.ENCODING}
+_SKIP_TOKENS = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENDMARKER,
+    tokenize.ENCODING,
+}
 # method calls that are plumbing, not tensor operations
 _NOT_OPS = {"append", "extend", "items", "keys", "values", "format", "__init__", "register_buffer", "compile"}
 
@@ -53,7 +61,9 @@ def count_torch_ops(source: str) -> int:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             # module.function or tensor.method; super().__init__() and list.append() are plumbing
             ops += node.func.attr not in _NOT_OPS and _dotted_root(node.func) != "super"
-        elif isinstance(node, ast.BinOp) or (isinstance(node, ast.UnaryOp) and not isinstance(node.operand, ast.Constant)):
+        elif isinstance(node, ast.BinOp) or (
+            isinstance(node, ast.UnaryOp) and not isinstance(node.operand, ast.Constant)
+        ):
             ops += 1
     return ops
 

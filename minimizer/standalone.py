@@ -28,7 +28,12 @@ def script(program: str, leaf: LeafResult, options: CheckOptions) -> str | None:
         style = detect_style(program)
     except SnippetError:
         return None
-    if style is SnippetStyle.REPRO or leaf.kind not in SUPPORTED or not leaf.name.startswith(("out", "args")) or leaf.shape is None:
+    if (
+        style is SnippetStyle.REPRO
+        or leaf.kind not in SUPPORTED
+        or not leaf.name.startswith(("out", "args"))
+        or leaf.shape is None
+    ):
         return None  # a Python scalar leaf has no element to print
     try:
         tree = ast.parse(program)
@@ -36,7 +41,12 @@ def script(program: str, leaf: LeafResult, options: CheckOptions) -> str | None:
         return None
     future = [s for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     body = [s for s in tree.body if s not in future and not _main_block(s)]
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]  # the module's docstring: the issue's text says what the program shows
     defines = {t.id for s in body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
     lines = [ast.unparse(s) for s in future] + ["import copy", "", "import torch", ""]
@@ -46,10 +56,15 @@ def script(program: str, leaf: LeafResult, options: CheckOptions) -> str | None:
     if style is SnippetStyle.KERNELBENCH:
         lines += ['fn = Model(*(get_init_inputs() if "get_init_inputs" in globals() else ()))', "inputs = get_inputs"]
     lines += _prepare(options)
-    compile_kwargs = {k: getattr(options, k) for k in ("backend", "mode", "dynamic", "fullgraph") if getattr(options, k) is not None}
+    compile_kwargs = {
+        k: getattr(options, k) for k in ("backend", "mode", "dynamic", "fullgraph") if getattr(options, k) is not None
+    }
     given = ", ".join(f"{k}={v!r}" for k, v in compile_kwargs.items())
-    compiled_fn = (f"torch.compile(fn, **{{**compile_kwargs{', ' + repr(compile_kwargs)[1:-1] if compile_kwargs else ''}}})"
-                   if "compile_kwargs" in defines else f"torch.compile(fn{', ' + given if given else ''})")
+    compiled_fn = (
+        f"torch.compile(fn, **{{**compile_kwargs{', ' + repr(compile_kwargs)[1:-1] if compile_kwargs else ''}}})"
+        if "compile_kwargs" in defines
+        else f"torch.compile(fn{', ' + given if given else ''})"
+    )
     access = leaf.name  # a leaf's name is a path into `out` or `args`: out[0]['logits'], args[1]
     lines += [
         "",
@@ -109,11 +124,15 @@ def _prepare(options: CheckOptions) -> list[str]:
     lines = ["", "ARGS = list(inputs() if callable(inputs) else inputs)"]
     device, dtype = options.device, DTYPES.get(options.dtype or "")
     if device and device != "cpu":
-        lines += [f"ARGS = [a.to({device!r}) if isinstance(a, torch.Tensor) else a for a in ARGS]",
-                  f"fn = fn.to({device!r}) if isinstance(fn, torch.nn.Module) else fn"]
+        lines += [
+            f"ARGS = [a.to({device!r}) if isinstance(a, torch.Tensor) else a for a in ARGS]",
+            f"fn = fn.to({device!r}) if isinstance(fn, torch.nn.Module) else fn",
+        ]
     if dtype:
-        lines += [f"ARGS = [a.to({dtype}) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in ARGS]",
-                  f"fn = fn.to({dtype}) if isinstance(fn, torch.nn.Module) else fn"]
+        lines += [
+            f"ARGS = [a.to({dtype}) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in ARGS]",
+            f"fn = fn.to({dtype}) if isinstance(fn, torch.nn.Module) else fn",
+        ]
     return lines
 
 
@@ -122,7 +141,9 @@ def _prints(leaf: LeafResult, reference: bool) -> list[str]:
     symptoms = set(leaf.symptoms)
     out: list[str] = []
     if Symptom.SHAPE in symptoms or Symptom.DTYPE in symptoms:
-        out.append('print("shape", tuple(eager.shape), "vs", tuple(compiled.shape), "| dtype", eager.dtype, "vs", compiled.dtype)')
+        out.append(
+            'print("shape", tuple(eager.shape), "vs", tuple(compiled.shape), "| dtype", eager.dtype, "vs", compiled.dtype)'
+        )
         return out  # element-wise figures need equal shapes and dtypes
     if Symptom.LAYOUT in symptoms:
         out.append('print("layout: eager", eager.layout, "| compiled", compiled.layout)')
@@ -134,7 +155,9 @@ def _prints(leaf: LeafResult, reference: bool) -> list[str]:
     if Symptom.INF in symptoms:
         out.append('print("inf elements: eager", int(eager.isinf().sum()), "| compiled", int(compiled.isinf().sum()))')
     if Symptom.SIGNED_ZERO in symptoms:
-        out.append('print("-0.0 elements: eager", int(((eager == 0) & eager.signbit()).sum()), "| compiled", int(((compiled == 0) & compiled.signbit()).sum()))')
+        out.append(
+            'print("-0.0 elements: eager", int(((eager == 0) & eager.signbit()).sum()), "| compiled", int(((compiled == 0) & compiled.signbit()).sum()))'
+        )
     if symptoms & {Symptom.VALUE, Symptom.BITS, Symptom.MUTATION} or not out:
         out += [
             "differ = eager.double() != compiled.double()",
@@ -143,5 +166,8 @@ def _prints(leaf: LeafResult, reference: bool) -> list[str]:
         if leaf.worst_index is not None:
             at = tuple(leaf.worst_index)
             fp64 = ', "| float64", reference[i].item()' if reference else ""
-            out += [f"i = {at!r}", f'print("at index", list(i), ": eager", eager[i].item(), "| compiled", compiled[i].item(){fp64})']
+            out += [
+                f"i = {at!r}",
+                f'print("at index", list(i), ": eager", eager[i].item(), "| compiled", compiled[i].item(){fp64})',
+            ]
     return out

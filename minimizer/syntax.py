@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import builtins
 import warnings
-from typing import Callable, TypeVar, cast
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -20,7 +21,9 @@ STATEMENT_FIELDS = ("body", "orelse", "finalbody")
 
 def parse(source: str) -> ast.Module | None:
     try:
-        with warnings.catch_warnings():  # shrinkray's byte-level edits make things like `1e` or `0x`: no stderr line each
+        with (
+            warnings.catch_warnings()
+        ):  # shrinkray's byte-level edits make things like `1e` or `0x`: no stderr line each
             warnings.simplefilter("ignore", SyntaxWarning)
             return ast.parse(source)
     except (SyntaxError, ValueError):
@@ -45,7 +48,11 @@ def _fill_empty_bodies(tree: ast.AST) -> None:
             continue
         for name in ("body", "finalbody"):
             block = getattr(node, name, None)
-            if isinstance(block, list) and not block and (name == "body" or isinstance(node, ast.Try) and not node.handlers):
+            if (
+                isinstance(block, list)
+                and not block
+                and (name == "body" or isinstance(node, ast.Try) and not node.handlers)
+            ):
                 block.append(ast.Pass())
 
 
@@ -79,7 +86,9 @@ def statically_plausible(source: str) -> bool:
     return used_names(tree) <= defined_names(tree) | _BUILTINS
 
 
-def nodes_of(tree: ast.AST, kind: type[N] | tuple[type[ast.AST], ...], where: Callable[[ast.AST], bool] = lambda n: True) -> list[N]:
+def nodes_of(
+    tree: ast.AST, kind: type[N] | tuple[type[ast.AST], ...], where: Callable[[ast.AST], bool] = lambda n: True
+) -> list[N]:
     """Nodes of a kind in a fixed order (breadth first), so index k names the same site in equal trees."""
     return cast("list[N]", [n for n in ast.walk(tree) if isinstance(n, kind) and where(n)])
 
@@ -189,7 +198,10 @@ def drop_docstrings(tree: ast.Module) -> None:
 def mutates(node: ast.AST) -> bool:
     """True when the expression calls an in-place method (`x.add_(1)`, `dst.copy_(src)`): its value is not all it does."""
     return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_") and not n.func.attr.startswith("__")
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr.endswith("_")
+        and not n.func.attr.startswith("__")
         for n in ast.walk(node)
     )
 
@@ -203,8 +215,11 @@ def drop_dead_locals(tree: ast.Module) -> None:
     for function in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
         while True:
             used = used_names(function)
-            dead = [s for s in nodes_of(function, ast.Assign)
-                    if all(isinstance(t, ast.Name) and t.id not in used for t in s.targets) and not mutates(s.value)]
+            dead = [
+                s
+                for s in nodes_of(function, ast.Assign)
+                if all(isinstance(t, ast.Name) and t.id not in used for t in s.targets) and not mutates(s.value)
+            ]
             if not dead:
                 break
             for node in ast.walk(function):

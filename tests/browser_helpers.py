@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pytest
 
@@ -42,7 +42,10 @@ def skip_without_browser() -> None:
     """Skip the calling test module (saying why) without python playwright or /usr/bin/chromium."""
     pytest.importorskip("playwright.sync_api", reason="python playwright is not installed (pip install -e '.[test]')")
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"Debian chromium not found at {CHROMIUM} (.ci/run installs it: apt-get install chromium)", allow_module_level=True)
+        pytest.skip(
+            f"Debian chromium not found at {CHROMIUM} (.ci/run installs it: apt-get install chromium)",
+            allow_module_level=True,
+        )
 
 
 def free_port() -> int:
@@ -51,11 +54,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(home: Path, inductor_cache: Path, log_name: str, extra_env: Mapping[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    home: Path, inductor_cache: Path, log_name: str, extra_env: Mapping[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """`divergence serve` on its own data directory; returns once Streamlit answers its health check."""
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
-    env = {**os.environ, "DIVERGENCE_HOME": str(home), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache), **(extra_env or {})}
+    env = {
+        **os.environ,
+        "DIVERGENCE_HOME": str(home),
+        "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache),
+        **(extra_env or {}),
+    }
     env.pop("STREAMLIT_SERVER_ADDRESS", None)
     with open(ARTIFACTS / log_name, "ab") as log:
         proc = subprocess.Popen(

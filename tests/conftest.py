@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,12 @@ def check(runner: Runner, tmp_path: Path) -> Any:
 
     def run(snippet: str, **options: Any) -> CheckResult:
         path = SNIPPETS / f"{snippet}.py"
-        source, filename = (path.read_text(), str(path)) if "\n" not in snippet and path.exists() else (snippet, "snippet.py")
+        source, filename = (
+            (path.read_text(), str(path)) if "\n" not in snippet and path.exists() else (snippet, "snippet.py")
+        )
         options.setdefault("timeout_s", 240)
-        return runner.check(source, CheckOptions(**options), filename, run_dir=tmp_path / f"run-{len(list(tmp_path.iterdir()))}")
+        return runner.check(
+            source, CheckOptions(**options), filename, run_dir=tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
+        )
 
     return run

@@ -5,7 +5,7 @@ Each fault is applied by a backend defined inside the snippet text, so the snipp
 
 from __future__ import annotations
 
-_BACKEND = '''
+_BACKEND = """
 import torch
 from torch._inductor.compile_fx import compile_fx
 
@@ -24,7 +24,7 @@ def faulty_inductor(gm, example_inputs):
 
 
 compile_kwargs = {{"backend": faulty_inductor}}
-'''
+"""
 
 FAULTS = {
     # one element of the first output moved to the next float up
@@ -37,7 +37,7 @@ FAULTS = {
     "drop_mutation": None,
 }
 
-_DROP_MUTATION = '''
+_DROP_MUTATION = """
 import torch
 from torch._inductor.compile_fx import compile_fx
 
@@ -52,7 +52,7 @@ def faulty_inductor(gm, example_inputs):
 
 
 compile_kwargs = {"backend": faulty_inductor}
-'''
+"""
 
 
 def fault_snippet(fault: str, program: str) -> str:

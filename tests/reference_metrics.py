@@ -14,7 +14,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.judge.metrics import ValueMetrics, as_real, bitwise_equal, ulp_distance  # unchanged (tests/test_oracle.py holds them)
+from engine.judge.metrics import (
+    ValueMetrics,
+    as_real,
+    bitwise_equal,
+    ulp_distance,
+)  # unchanged (tests/test_oracle.py holds them)
 
 # torch.testing.assert_close's defaults, used only when no fp64 reference could be computed.
 _DEFAULT_TOLERANCES = {
@@ -53,8 +58,12 @@ def compare_values(
     rel_err = torch.where(finite, abs_err / e64.abs().clamp_min(torch.finfo(torch.float64).tiny), torch.zeros_like(e64))
     rel_err = torch.where(abs_err == 0, torch.zeros_like(rel_err), rel_err)
     badness = torch.where(nan_mismatch | inf_mismatch, torch.full_like(ulp, float("inf")), ulp)
-    badness = torch.where(signed_zero, torch.full_like(ulp, 0.5), badness)  # a sign-only difference still locates the worst element
-    worst_flat = int(torch.argmax(torch.where(same_bits, torch.full_like(badness, -1.0), badness))) if mismatches else None
+    badness = torch.where(
+        signed_zero, torch.full_like(ulp, 0.5), badness
+    )  # a sign-only difference still locates the worst element
+    worst_flat = (
+        int(torch.argmax(torch.where(same_bits, torch.full_like(badness, -1.0), badness))) if mismatches else None
+    )
 
     rtol, atol = _DEFAULT_TOLERANCES.get(eager.dtype, (1.3e-6, 1e-5))
     within = bool(torch.isclose(c64, e64, rtol=rtol, atol=atol, equal_nan=True).all())
@@ -110,7 +119,9 @@ def correctly_rounded(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """r rounded once to nearest-even in `dtype` (float64 out), found by search, not by formula: the double-rounded
     candidate and its two neighbours, the nearest kept, a tie to the even significand."""
     a = r.to(torch.float32).to(dtype)
-    candidates = torch.stack([torch.nextafter(a, torch.full_like(a, -math.inf)), a, torch.nextafter(a, torch.full_like(a, math.inf))])
+    candidates = torch.stack(
+        [torch.nextafter(a, torch.full_like(a, -math.inf)), a, torch.nextafter(a, torch.full_like(a, math.inf))]
+    )
     distance = (candidates.to(torch.float64) - r).abs()
     odd = (candidates.view(torch.int16) & 1).to(torch.float64)
     nearest = distance.min(0).values
@@ -136,17 +147,30 @@ def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tenso
     n1, n2 = int(k1.sum()), int(k2.sum())
     if n1:
         i = int(torch.argmax(steps.reshape(-1)))
-        worst = elements.Worst(_unravel(i, shape), float(e.reshape(-1)[i]), float(c.reshape(-1)[i]), float(r.reshape(-1)[i]), float(steps.reshape(-1)[i]))
+        worst = elements.Worst(
+            _unravel(i, shape),
+            float(e.reshape(-1)[i]),
+            float(c.reshape(-1)[i]),
+            float(r.reshape(-1)[i]),
+            float(steps.reshape(-1)[i]),
+        )
     regions = []
     if n1 and n2 and len(shape) >= 2:
         last, rows = shape[-1], eager.numel() // shape[-1]
         share = n1 / (n1 + n2)
-        for axis, dim, enough in (("row", 1, last >= elements.N_MIN and rows >= 2), ("column", 0, rows >= elements.N_MIN and last >= 2)):
+        for axis, dim, enough in (
+            ("row", 1, last >= elements.N_MIN and rows >= 2),
+            ("column", 0, rows >= elements.N_MIN and last >= 2),
+        ):
             if not enough:
                 continue
             a = k1.reshape(rows, last).sum(dim).tolist()
             b = k2.reshape(rows, last).sum(dim).tolist()
-            tails = [(elements.log10_binomial_tail(x, x + y, share) + math.log10(len(a)), i) for i, (x, y) in enumerate(zip(a, b)) if x >= elements.N_MIN]
+            tails = [
+                (elements.log10_binomial_tail(x, x + y, share) + math.log10(len(a)), i)
+                for i, (x, y) in enumerate(zip(a, b))
+                if x >= elements.N_MIN
+            ]
             if tails:
                 log10p, i = min(tails)
                 index = _unravel(i, shape[:-1]) if axis == "row" else (i,)
@@ -154,17 +178,27 @@ def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tenso
                 regions.append(elements.Region(axis, index, size, a[i], b[i], len(a), log10p))
     k1_steps = steps[k1]
     return elements.ElementCounts(
-        str(eager.dtype).removeprefix("torch."), eager.numel(), n1, n2,
-        int((usable & ((c - r).abs() > (e - r).abs())).sum()), int((usable & ((c - r).abs() < (e - r).abs())).sum()),
-        int((k1 & (c > e)).sum()), int((k1 & (c.abs() > e.abs())).sum()),
-        float(k1_steps.min()) if n1 else 0.0, float(k1_steps.max()) if n1 else 0.0, worst, tuple(regions),
+        str(eager.dtype).removeprefix("torch."),
+        eager.numel(),
+        n1,
+        n2,
+        int((usable & ((c - r).abs() > (e - r).abs())).sum()),
+        int((usable & ((c - r).abs() < (e - r).abs())).sum()),
+        int((k1 & (c > e)).sum()),
+        int((k1 & (c.abs() > e.abs())).sum()),
+        float(k1_steps.min()) if n1 else 0.0,
+        float(k1_steps.max()) if n1 else 0.0,
+        worst,
+        tuple(regions),
     )
 
 
 def _compare_exact(
     eager: torch.Tensor, compiled: torch.Tensor, same: torch.Tensor, mismatches: int
 ) -> tuple[ValueMetrics, dict[str, np.ndarray]]:
-    diff = (eager.to(torch.int64) - compiled.to(torch.int64)).abs().to(torch.float64) if eager.numel() else torch.zeros(0)
+    diff = (
+        (eager.to(torch.int64) - compiled.to(torch.int64)).abs().to(torch.float64) if eager.numel() else torch.zeros(0)
+    )
     worst_flat = int(torch.argmax(diff)) if mismatches else None
     arrays = {"eager": eager.numpy(), "compiled": compiled.numpy(), "ulp": diff.numpy()}
     metrics = ValueMetrics(
@@ -210,8 +244,20 @@ def _unravel(flat: int | None, shape: tuple[int, ...]) -> tuple[int, ...] | None
 
 
 LEAF_FIGURES = (
-    "mismatches", "max_abs", "max_rel", "max_ulp", "nan_mismatches", "inf_mismatches", "signed_zero_mismatches",
-    "eager_ref_rms", "compiled_ref_rms", "eager_ref_max", "compiled_ref_max", "worst_index", "eager_value", "compiled_value",
+    "mismatches",
+    "max_abs",
+    "max_rel",
+    "max_ulp",
+    "nan_mismatches",
+    "inf_mismatches",
+    "signed_zero_mismatches",
+    "eager_ref_rms",
+    "compiled_ref_rms",
+    "eager_ref_max",
+    "compiled_ref_max",
+    "worst_index",
+    "eager_value",
+    "compiled_value",
 )
 
 

@@ -15,8 +15,12 @@ def test_a_plain_object_output_is_compared_leaf_by_leaf(check):
     names = [leaf.name for leaf in r.leaves]
     assert names == [
         "out.logits",
-        "out.cache.layers[0].keys", "out.cache.layers[0].values", "out.cache.layers[0].is_initialized",
-        "out.cache.layers[1].keys", "out.cache.layers[1].values", "out.cache.layers[1].is_initialized",
+        "out.cache.layers[0].keys",
+        "out.cache.layers[0].values",
+        "out.cache.layers[0].is_initialized",
+        "out.cache.layers[1].keys",
+        "out.cache.layers[1].values",
+        "out.cache.layers[1].is_initialized",
         "out.dtype",
     ]
     assert r.leaf("out.cache.layers[1].values").shape == (4, 8)
@@ -31,5 +35,9 @@ def test_a_stateful_input_is_copied_for_each_run_and_its_changes_compared(check)
     assert r.leaf("out").max_abs < 1e-6
     mutated = {leaf.name: leaf for leaf in r.leaves if leaf.kind is LeafKind.MUTATED_INPUT}
     assert sorted(mutated) == ["input args[1].layers[0].keys", "input args[1].layers[1].keys", "input args[1].seen"]
-    assert mutated["input args[1].layers[0].keys"].shape == mutated["input args[1].layers[0].keys"].compiled_shape == (2, 4, 4)
+    assert (
+        mutated["input args[1].layers[0].keys"].shape
+        == mutated["input args[1].layers[0].keys"].compiled_shape
+        == (2, 4, 4)
+    )
     assert mutated["input args[1].seen"].verdict is Verdict.MATCH  # an int: both runs counted 3 + 1 tokens

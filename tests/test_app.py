@@ -117,14 +117,29 @@ def decode(typed: dict[str, Any]) -> np.ndarray:
 def test_paste_and_run(app: AppTest):
     app.text_area(key="source").input(PROGRAM).run()
     run_check(app)
-    assert app.status[0].state == "complete" and "torch.softmax(x, -1) * 3.0 (pasted)" in app.status[0].label  # named after the program
+    assert (
+        app.status[0].state == "complete" and "torch.softmax(x, -1) * 3.0 (pasted)" in app.status[0].label
+    )  # named after the program
     assert banner(app).startswith("**Verdict: ")
     table = next(df.value for df in app.dataframe if "leaf" in df.value.columns)
-    assert list(table["leaf"]) == ["out"] and {"max abs", "max rel", "max ULP", "mismatched", "NaN", "inf", "±0", "verdict"} <= set(table.columns)
+    assert list(table["leaf"]) == ["out"] and {
+        "max abs",
+        "max rel",
+        "max ULP",
+        "mismatched",
+        "NaN",
+        "inf",
+        "±0",
+        "verdict",
+    } <= set(table.columns)
     assert any(c["data"][0]["type"] == "heatmap" for c in charts(app))
     run_id = app.query_params["run"]
     record = RunStore().get(run_id)
-    assert record is not None and record.status == DONE and record.verdict == CheckResult.load(Path(record.run_dir)).verdict.value
+    assert (
+        record is not None
+        and record.status == DONE
+        and record.verdict == CheckResult.load(Path(record.run_dir)).verdict.value
+    )
 
 
 @pytest.mark.slow
@@ -183,7 +198,9 @@ def test_heatmap_figure_is_pooled_small_and_hovers_the_worst_element(app: AppTes
     assert detail["type"] == "heatmap" and decode(detail["z"]).shape[0] >= 2
 
 
-def test_a_run_stored_in_the_old_arrays_format_reopens_with_the_same_views(stored_run: tuple[str, CheckResult], divergence_home: Path):
+def test_a_run_stored_in_the_old_arrays_format_reopens_with_the_same_views(
+    stored_run: tuple[str, CheckResult], divergence_home: Path
+):
     """A run kept before the uncompressed format (one compressed arrays.npz, with a ulp array, no summary)
     still opens; its map, histogram and worst elements, computed here from every element, are the ones the
     check summarised for the new format."""
@@ -221,7 +238,9 @@ def test_clicking_a_block_opens_it_at_full_resolution_and_the_block_inputs_follo
     by, bx = y // i, x // j
     # what Streamlit puts in the chart's state when the block's marker is clicked in a browser
     point = {"curve_number": 1, "point_number": k, "point_index": k, "x": x, "y": y, "customdata": {}}
-    at.session_state[f"heatmap:{run_id}:out"] = {"selection": {"points": [point], "point_indices": [k], "box": [], "lasso": []}}
+    at.session_state[f"heatmap:{run_id}:out"] = {
+        "selection": {"points": [point], "point_indices": [k], "box": [], "lasso": []}
+    }
     at.run()
     assert not at.exception
     detail = json.loads(at.get("plotly_chart")[1].proto.spec)
@@ -256,7 +275,9 @@ def test_a_single_number_output_is_one_line_not_a_map_of_one_cell(app: AppTest):
     app.text_area(key="source").input(ONE).run()
     run_check(app)
     assert not app.get("plotly_chart")  # no 1x1 heatmap, no histogram of one element
-    assert any(m.value.startswith("one value (1): eager `") and "compiled `" in m.value for m in app.markdown), [m.value for m in app.markdown]
+    assert any(m.value.startswith("one value (1): eager `") and "compiled `" in m.value for m in app.markdown), [
+        m.value for m in app.markdown
+    ]
     assert not any("10 worst elements" in m.value for m in app.markdown)
 
 
@@ -269,8 +290,14 @@ def test_a_gallery_case_explains_itself_with_the_figures_its_check_measures(app:
     app.selectbox(key="gallery_case").set_value(case.slug).run()
     shown = " ".join(m.value for e in app.expander if e.label == "About this case" for m in e.markdown)
     figures = {m.name: m.value for m in case.measured_cpu}
-    assert f"{figures['differ']} of {figures['numel']:,} elements differ by exactly {figures['ulp']} ULP" in shown, shown
-    assert "They all come from `sqrt`" in shown and "contracts `x*y + 1` into a fused multiply-add" not in shown and "{" not in shown
+    assert f"{figures['differ']} of {figures['numel']:,} elements differ by exactly {figures['ulp']} ULP" in shown, (
+        shown
+    )
+    assert (
+        "They all come from `sqrt`" in shown
+        and "contracts `x*y + 1` into a fused multiply-add" not in shown
+        and "{" not in shown
+    )
 
 
 def test_pasted_programs_are_named_after_what_they_compute(app: AppTest):
@@ -295,7 +322,9 @@ def test_broken_snippet_shows_its_error_and_the_next_run_works(app: AppTest):
     tb = next(c.value for c in app.code if c.value.startswith("Traceback"))
     assert str(REPO) not in tb and tb.splitlines()[1] == '  File "snippet.py", line 5, in fn', tb
     # a run that failed cannot be probed: every probe would fail the same way, and the tab says so
-    assert any("ended in an error (eager)" in i.value for i in app.info) and not any(b.key.startswith("probe_start") for b in app.button)
+    assert any("ended in an error (eager)" in i.value for i in app.info) and not any(
+        b.key.startswith("probe_start") for b in app.button
+    )
     app.text_area(key="source").input(PROGRAM).run()
     run_check(app)
     assert app.status[0].state == "complete" and not banner(app).startswith("**Verdict: ERROR**")
@@ -326,7 +355,9 @@ def test_each_session_lists_its_own_runs_and_keeps_them_across_a_reload(divergen
     assert RunStore().get(run_id).session == mine.session_state["session"]  # type: ignore[union-attr]
 
 
-def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tuple[str, CheckResult], divergence_home: Path):
+def test_reopening_a_stored_run_recomputes_nothing(
+    app: AppTest, stored_run: tuple[str, CheckResult], divergence_home: Path
+):
     run_id, result = stored_run
     before = sorted(p.name for p in (divergence_home / "runs").iterdir())
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)  # another tab, or the app after a restart
@@ -334,7 +365,9 @@ def test_reopening_a_stored_run_recomputes_nothing(app: AppTest, stored_run: tup
     at.run()
     assert not at.exception and not at.status  # nothing ran
     assert banner(at).startswith(f"**Verdict: {result.verdict.value.upper()}**")
-    assert at.session_state["source"] == BIG and at.session_state["name"] == "big softmax"  # the link brings its program
+    assert (
+        at.session_state["source"] == BIG and at.session_state["name"] == "big softmax"
+    )  # the link brings its program
     assert any(m.value == "### big softmax" for m in at.markdown)
     assert sorted(p.name for p in (divergence_home / "runs").iterdir()) == before
     # and from the sidebar of a session that is showing something else (it was not this session's run)

@@ -31,7 +31,14 @@ def click_event(view: hm.HeatmapView, i: int, j: int) -> dict[str, Any]:
     """What Streamlit reports for a click on block (i, j)'s marker."""
     blocks = view.figure.data[hm.BLOCKS_TRACE]
     k = i * view.pooled.value.shape[1] + j
-    point = {"curve_number": hm.BLOCKS_TRACE, "point_number": k, "point_index": k, "x": int(blocks.x[k]), "y": int(blocks.y[k]), "customdata": {}}
+    point = {
+        "curve_number": hm.BLOCKS_TRACE,
+        "point_number": k,
+        "point_index": k,
+        "x": int(blocks.x[k]),
+        "y": int(blocks.y[k]),
+        "customdata": {},
+    }
     return {"selection": {"points": [point], "point_indices": [k], "box": [], "lasso": []}}
 
 
@@ -45,7 +52,9 @@ def test_every_block_has_a_marker_at_its_first_element_with_its_range_and_worst_
     by, bx = pooled.block
     x, y = np.asarray(blocks.x).reshape(gh, gw), np.asarray(blocks.y).reshape(gh, gw)
     assert (x == np.arange(gw)[None, :] * bx).all() and (y == np.arange(gh)[:, None] * by).all()
-    custom = np.asarray(blocks.customdata).reshape(gh, gw, -1)  # value, worst row/col, last row/col, eager, compiled, fp64
+    custom = np.asarray(blocks.customdata).reshape(
+        gh, gw, -1
+    )  # value, worst row/col, last row/col, eager, compiled, fp64
     for i, j in ((0, 0), (gh - 1, gw - 1), (333 // by, 444 // bx)):
         r0, r1, c0, c1 = pooled.block_range(i, j)
         value, row, col, last_row, last_col = custom[i, j, :5]
@@ -69,12 +78,26 @@ def test_a_click_picks_the_block_under_it_and_a_box_wins_over_its_points():
         assert clicked_block(click_event(view, i, j), pooled) == (i, j)
     event = click_event(view, 3, 7)
     assert clicked_block({"selection": {**event["selection"], "points": []}}, pooled) is None  # deselected
-    heat_cell = {"selection": {**event["selection"], "points": [{**event["selection"]["points"][0], "curve_number": 0}]}}
+    heat_cell = {
+        "selection": {**event["selection"], "points": [{**event["selection"]["points"][0], "curve_number": 0}]}
+    }
     assert clicked_block(heat_cell, pooled) is None
     by, bx = pooled.block
     # a box from the middle of block (2, 5) to the middle of block (4, 6), in element units (cells are centred on
     # their block's first element)
-    boxed = {"selection": {**event["selection"], "box": [{"xref": "x", "yref": "y", "x": [6 * bx + 0.2 * bx, 5 * bx - 0.2 * bx], "y": [2 * by + 0.1, 4 * by - 0.4 * by]}]}}
+    boxed = {
+        "selection": {
+            **event["selection"],
+            "box": [
+                {
+                    "xref": "x",
+                    "yref": "y",
+                    "x": [6 * bx + 0.2 * bx, 5 * bx - 0.2 * bx],
+                    "y": [2 * by + 0.1, 4 * by - 0.4 * by],
+                }
+            ],
+        }
+    }
     assert clicked_block(boxed, pooled) is None
     assert box_region(boxed, pooled) == (2 * by, 5 * by, 5 * bx, 7 * bx)
     assert box_region(None, pooled) is None and clicked_block(None, pooled) is None
@@ -89,7 +112,9 @@ def test_the_editor_takes_each_response_once_and_remounts_for_a_program_from_els
     assert state["source"] == "a = 2\n" and editor.sync_version(state) == v1  # its own edit: no remount
     assert not editor.take_response(state, {"id": "e1", "type": "blur", "text": "a = 2\n"})  # repeated on a rerun
     state["source"] = "loaded = True\n"  # a gallery case, an upload, a stored snippet
-    assert not editor.take_response(state, {"id": "e1", "type": "blur", "text": "a = 2\n"})  # must not win over the load
+    assert not editor.take_response(
+        state, {"id": "e1", "type": "blur", "text": "a = 2\n"}
+    )  # must not win over the load
     v2 = editor.sync_version(state)
     assert v2 == v1 + 1 and state["source"] == "loaded = True\n"
     assert not editor.take_response(state, {"id": "e2", "type": "blur", "text": "loaded = True\n"})  # blur, no change

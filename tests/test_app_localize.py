@@ -16,8 +16,8 @@ pytest.importorskip("streamlit")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from app.web import localize_tab, probes_tab  # noqa: E402
 from app.store import RunStore  # noqa: E402
+from app.web import localize_tab, probes_tab  # noqa: E402
 from tests.apptest_helpers import check_in_app, has_button, wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,8 +52,17 @@ def test_probes_tab_runs_shows_stores_and_opens_a_probe(divergent_run: str) -> N
     at.number_input(key=f"probe_seeds:{run_id}").set_value(2).run()
     at.button(key=f"probe_start:{run_id}").click().run()
     assert not at.exception, at.exception
-    assert any("**Probing**" in m.value for m in at.markdown) or has_button(at, f"probe_start:{run_id}")  # it may already be done
-    wait_for(at, lambda a: has_button(a, f"probe_start:{run_id}") and probes_tab.load(RunStore().get(run_id).run_dir) is not None, 240, "the probes")
+    assert any("**Probing**" in m.value for m in at.markdown) or has_button(
+        at, f"probe_start:{run_id}"
+    )  # it may already be done
+    wait_for(
+        at,
+        lambda a: (
+            has_button(a, f"probe_start:{run_id}") and probes_tab.load(RunStore().get(run_id).run_dir) is not None
+        ),
+        240,
+        "the probes",
+    )
     report = probes_tab.load(RunStore().get(run_id).run_dir)  # type: ignore[union-attr]
     assert report is not None
     status = {o.kind.value: o.status.value for o in report.outcomes}
@@ -78,7 +87,14 @@ def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None
     at = reopen(run_id)
     at.button(key=f"loc_start:{run_id}").click().run()
     assert not at.exception, at.exception
-    wait_for(at, lambda a: has_button(a, f"loc_start:{run_id}") and localize_tab.load(RunStore().get(run_id).run_dir) is not None, 280, "the localization")
+    wait_for(
+        at,
+        lambda a: (
+            has_button(a, f"loc_start:{run_id}") and localize_tab.load(RunStore().get(run_id).run_dir) is not None
+        ),
+        280,
+        "the localization",
+    )
     loc = localize_tab.load(RunStore().get(run_id).run_dir)  # type: ignore[union-attr]
     assert loc is not None and loc.ablation is not None and loc.bisect is not None and loc.intermediates is not None
 
@@ -87,7 +103,9 @@ def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None
     assert list(ladder["setting"])[:4] == ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
     assert list(ladder["layer at fault"]).index("◀ first to diverge") == 3
     assert any(e.value.startswith("**Layer at fault:** Inductor") for e in again.error)
-    assert any("subsystem `lowerings`" in m.value and "op `div`" in m.value and " runs" in m.value for m in again.markdown), "no bisector line"
+    assert any(
+        "subsystem `lowerings`" in m.value and "op `div`" in m.value and " runs" in m.value for m in again.markdown
+    ), "no bisector line"
     assert any("**`div`**" in m.value and "aten.div" in m.value for m in again.markdown), "no first-node card"
     assert any("cpp_fused" in c.value for c in again.code), "no kernel source"
     assert has_button(again, f"loc_open:{run_id}")

@@ -19,8 +19,8 @@ pytest.importorskip("streamlit")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from app.web import minimize_job  # noqa: E402
 from app.store import RunStore  # noqa: E402
+from app.web import minimize_job  # noqa: E402
 from tests.apptest_helpers import check_in_app, has_button, wait_for  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,7 +35,9 @@ def metric(at: AppTest, label: str) -> str:
 
 
 @pytest.mark.slow
-def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: Path, inductor_cache: Path, tmp_path: Path):
+def test_minimize_tab_start_progress_stop_resume_and_download(
+    divergence_home: Path, inductor_cache: Path, tmp_path: Path
+):
     at, run_id = check_in_app(APP, SNIPPET.read_text(), TIMEOUT)
     record = RunStore().get(run_id)
     assert record is not None and record.verdict == "divergent"
@@ -59,7 +61,9 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     watcher = AppTest.from_file(APP, default_timeout=TIMEOUT)  # another user opens the same run: progress, but no Stop
     watcher.query_params["run"] = run_id
     watcher.run()
-    assert not has_button(watcher, f"min_stop:{run_id}") and any("only that session can stop it" in c.value for c in watcher.caption)
+    assert not has_button(watcher, f"min_stop:{run_id}") and any(
+        "only that session can stop it" in c.value for c in watcher.caption
+    )
     at.button(key=f"min_stop:{run_id}").click().run()
     wait_for(at, lambda a: has_button(a, f"min_start:{run_id}"), 180, "Stop to take effect")
     assert any(w.value.startswith("Stopped after") for w in at.warning), [w.value for w in at.warning]
@@ -70,7 +74,14 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     # again, with a tiny budget: it resumes from any checkpointed best, runs to the end and verifies the repro
     at.number_input(key=f"min_budget:{run_id}").set_value(8)
     at.button(key=f"min_start:{run_id}").click().run()
-    wait_for(at, lambda a: has_button(a, f"min_start:{run_id}") and any("Minimized" in s.value for s in [*a.success, *a.warning]), 300, "the minimization to finish")
+    wait_for(
+        at,
+        lambda a: (
+            has_button(a, f"min_start:{run_id}") and any("Minimized" in s.value for s in [*a.success, *a.warning])
+        ),
+        300,
+        "the minimization to finish",
+    )
     outcome = minimize_job.load_outcome(Path(record.run_dir))
     assert outcome is not None and outcome.state == minimize_job.DONE, outcome
     assert outcome.repro_verified and outcome.final_tokens < outcome.initial_tokens
@@ -78,10 +89,16 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     assert any("**Minimized** — verified" in s.value for s in at.success)
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download repro.py" in labels and "Download issue.md" in labels and "Download repro.snippet.py" in labels
-    assert any(c.language == "python" and "torch.compile" in c.value and "DIVERGENT" in c.value for c in at.code)  # repro.py
+    assert any(
+        c.language == "python" and "torch.compile" in c.value and "DIVERGENT" in c.value for c in at.code
+    )  # repro.py
     assert any(c.language == "markdown" and "Backends:" in c.value for c in at.code), "no issue body"  # issue.md
-    assert (Path(record.run_dir) / "minimize" / "repro.py").exists() and (Path(record.run_dir) / "minimize" / "issue.md").exists()
-    assert "First diverging intermediate" in (Path(record.run_dir) / "minimize" / "issue.md").read_text()  # the engine's localization
+    assert (Path(record.run_dir) / "minimize" / "repro.py").exists() and (
+        Path(record.run_dir) / "minimize" / "issue.md"
+    ).exists()
+    assert (
+        "First diverging intermediate" in (Path(record.run_dir) / "minimize" / "issue.md").read_text()
+    )  # the engine's localization
     assert (Path(record.run_dir) / "minimize" / "repro.snippet.py").read_text() == outcome.minimized
     # the issue body (as the tab shows it) runs as pasted, in a fresh interpreter, and prints the difference; its title
     # is shown apart from it (GitHub's title field), in words
@@ -90,10 +107,14 @@ def test_minimize_tab_start_progress_stop_resume_and_download(divergence_home: P
     block = tmp_path / "issue_script.py"
     block.write_text(re.findall(r"```python\n(.*?)```", body, re.S)[0])
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
-    ran = subprocess.run([sys.executable, "-I", str(block)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    ran = subprocess.run(
+        [sys.executable, "-I", str(block)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     shown = re.search(r"^at index \[.*\] : eager (\S+) \| compiled (\S+)", ran.stdout, re.M)
     assert ran.returncode == 0 and shown is not None and shown[1] != shown[2], ran.stdout + ran.stderr
-    assert any(c.value == outcome.title and "torch.compile gives different values from eager" in c.value for c in at.code), outcome.title
+    assert any(
+        c.value == outcome.title and "torch.compile gives different values from eager" in c.value for c in at.code
+    ), outcome.title
 
     # reopened in a new session: the result is read back, nothing runs
     again = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -42,7 +42,9 @@ def run_with_triton(at: AppTest, source: str) -> AppTest:
 
 
 def texts(at: AppTest) -> str:
-    return "\n".join(e.value for kind in ("markdown", "caption", "success", "warning", "error", "info") for e in at.get(kind))
+    return "\n".join(
+        e.value for kind in ("markdown", "caption", "success", "warning", "error", "info") for e in at.get(kind)
+    )
 
 
 def test_triton_setting_is_off_by_default_and_survives_loading_a_case():

@@ -17,10 +17,10 @@ pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
 from app import gallery  # noqa: E402
-from app.web import options_form  # noqa: E402
-from app.web import heatmap as hm  # noqa: E402
 from app.cli.main import build_parser, serve_command  # noqa: E402
 from app.store import DONE, INTERRUPTED, RUNNING, RunRecord, RunStore, alive, process_identity  # noqa: E402
+from app.web import heatmap as hm  # noqa: E402
+from app.web import options_form  # noqa: E402
 from engine import CheckOptions  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +34,9 @@ def arrays_with_noise(shape: tuple[int, ...], seed: int = 0) -> dict[str, np.nda
     flat = compiled.reshape(-1)
     picked = rng.random(flat.size) < 0.2
     flat[picked] = np.nextafter(flat[picked], np.float32(np.inf))
-    ulp = (eager.view(np.int32).astype(np.int64) - compiled.view(np.int32).astype(np.int64)).__abs__().astype(np.float64)
+    ulp = (
+        (eager.view(np.int32).astype(np.int64) - compiled.view(np.int32).astype(np.int64)).__abs__().astype(np.float64)
+    )
     return {"eager": eager, "compiled": compiled, "ulp": ulp, "ref": ref}
 
 
@@ -70,7 +72,9 @@ def test_bit_identical_cells_are_nan_and_tiny_errors_are_not():
 
 def test_a_bit_identical_map_spans_its_own_elements():
     eager = np.arange(32, dtype=np.float32).reshape(8, 4)
-    view = hm.heatmap({"eager": eager, "compiled": eager.copy()}, hm.Metric.ABS, hm.default_spec((8, 4)), dtype="torch.float32")
+    view = hm.heatmap(
+        {"eager": eager, "compiled": eager.copy()}, hm.Metric.ABS, hm.default_spec((8, 4)), dtype="torch.float32"
+    )
     layout = view.figure.layout  # all grey (no value to range on): not plotly's empty -1..6, and row 0 on top
     assert tuple(layout.xaxis.range) == (-0.5, 3.5) and tuple(layout.yaxis.range) == (7.5, -0.5)
 
@@ -168,7 +172,12 @@ def test_a_restarted_store_marks_what_dead_servers_left_running_as_interrupted(t
         restarted = RunStore(tmp_path / "app.sqlite")
         assert restarted.recover() == (["cut"], ["finished"])
         status = {r.id: (r.status, r.verdict) for r in restarted.recent()}
-        assert status == {"finished": (DONE, "match"), "cut": (INTERRUPTED, None), "wrote-result": (DONE, "divergent"), "elsewhere": (RUNNING, None)}
+        assert status == {
+            "finished": (DONE, "match"),
+            "cut": (INTERRUPTED, None),
+            "wrote-result": (DONE, "divergent"),
+            "elsewhere": (RUNNING, None),
+        }
         assert restarted.minimization("finished").status == INTERRUPTED  # type: ignore[union-attr]
         assert [r.id for r in restarted.recent(session="s1")] == ["cut", "finished"]
         assert [r.id for r in restarted.recent(exclude_session="s1")] == ["elsewhere", "wrote-result"]
@@ -183,7 +192,9 @@ def test_an_older_database_gains_the_new_columns(tmp_path: Path):
             "CREATE TABLE runs (id TEXT PRIMARY KEY, created REAL NOT NULL, name TEXT NOT NULL, origin TEXT NOT NULL, run_dir TEXT NOT NULL,"
             " options TEXT NOT NULL, status TEXT NOT NULL, verdict TEXT, explanation TEXT, finished REAL)"
         )
-        conn.execute("INSERT INTO runs VALUES ('old', 1.0, 'x', 'paste', '/nowhere', '{}', 'done', 'match', 'same', 2.0)")
+        conn.execute(
+            "INSERT INTO runs VALUES ('old', 1.0, 'x', 'paste', '/nowhere', '{}', 'done', 'match', 'same', 2.0)"
+        )
     conn.close()
     store = RunStore(tmp_path / "app.sqlite")
     old = store.get("old")
@@ -200,8 +211,16 @@ def test_gallery_reads_every_sample_case_without_running_it():
 
 
 def test_settings_round_trip_through_the_widgets():
-    options = CheckOptions(device="cpu", backend="aot_eager", dynamic=False, dtype="bf16", backward=True, seeds=3, strict=True,
-                           inductor_config={"fallback_random": True, "max_autotune": False})
+    options = CheckOptions(
+        device="cpu",
+        backend="aot_eager",
+        dynamic=False,
+        dtype="bf16",
+        backward=True,
+        seeds=3,
+        strict=True,
+        inductor_config={"fallback_random": True, "max_autotune": False},
+    )
     state = dict(options_form.DEFAULTS)
     options_form.fill(state, options)
     assert state["opt_fallback_random"] is True and state["opt_config"] == "max_autotune=False"
@@ -217,7 +236,10 @@ def test_serve_binds_to_localhost_unless_told(monkeypatch: pytest.MonkeyPatch):
     assert command[command.index("--client.toolbarMode") + 1] == "minimal"  # no Deploy button for the app's users
     monkeypatch.setenv("STREAMLIT_SERVER_ADDRESS", "0.0.0.0")
     command = serve_command(build_parser().parse_args(["serve", "--port", "9000"]))
-    assert command[command.index("--server.address") + 1] == "0.0.0.0" and command[command.index("--server.port") + 1] == "9000"
+    assert (
+        command[command.index("--server.address") + 1] == "0.0.0.0"
+        and command[command.index("--server.port") + 1] == "9000"
+    )
     command = serve_command(argparse.Namespace(address="::1", port=None, streamlit_args=["--", "--theme.base", "dark"]))
     assert command[-2:] == ["--theme.base", "dark"]
 
@@ -225,7 +247,10 @@ def test_serve_binds_to_localhost_unless_told(monkeypatch: pytest.MonkeyPatch):
 def test_localize_shows_done_steps_ticked_and_only_the_last_running():
     from app.web.localize_tab import steps_line
 
-    assert steps_line(["ablation", "bisect", "intermediates"], 6) == "✓ ablation ladder (6/6 rungs) · ✓ CompilerBisector · **▶ first diverging intermediate**"
+    assert (
+        steps_line(["ablation", "bisect", "intermediates"], 6)
+        == "✓ ablation ladder (6/6 rungs) · ✓ CompilerBisector · **▶ first diverging intermediate**"
+    )
     assert steps_line(["ablation"], 2) == "**▶ ablation ladder (2/6 rungs)**"
 
 
@@ -233,5 +258,7 @@ def test_ulp_histogram_axis_starts_below_one_element_and_ticks_by_decade():
     import math
 
     fig = hm.ulp_histogram(np.array([0.0, 0.0, 0.0, 1.0, 7.0]))
-    assert fig.layout.yaxis.range[0] < 0 == math.log10(1) and fig.layout.yaxis.dtick == 1  # a one-element bin is a visible bar
+    assert (
+        fig.layout.yaxis.range[0] < 0 == math.log10(1) and fig.layout.yaxis.dtick == 1
+    )  # a one-element bin is a visible bar
     assert fig.layout.xaxis.automargin and fig.layout.yaxis.automargin  # the axis title clears the tick labels

@@ -35,7 +35,12 @@ def _private_imports(path: Path) -> list[str]:
 
 
 def test_no_module_imports_a_private_name_of_another() -> None:
-    offenders = [line for package in PACKAGES for path in sorted((REPO / package).rglob("*.py")) for line in _private_imports(path)]
+    offenders = [
+        line
+        for package in PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+        for line in _private_imports(path)
+    ]
     assert offenders == []
 
 
@@ -43,7 +48,9 @@ def test_the_private_name_scan_sees_an_offender(tmp_path: Path) -> None:
     sample = REPO / "tests" / "snippets" / "_private_import_sample.py"
     try:
         sample.write_text("from engine.child.execution import _pick_device\n")
-        assert _private_imports(sample) == ["tests/snippets/_private_import_sample.py:1: from engine.child.execution import _pick_device"]
+        assert _private_imports(sample) == [
+            "tests/snippets/_private_import_sample.py:1: from engine.child.execution import _pick_device"
+        ]
     finally:
         sample.unlink()
 
@@ -60,7 +67,10 @@ def test_the_rooms_contract_sees_a_front_end_importing_another(tmp_path: Path) -
     arguments.write_text(arguments.read_text() + "\nfrom app.web import editor  # noqa: E402,F401\n")
     done = subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "1 broken" in done.stdout, done.stdout[-3000:]
-    assert "app.cli is not allowed to import app.web" in done.stdout and "app.cli.arguments -> app.web.editor" in done.stdout
+    assert (
+        "app.cli is not allowed to import app.web" in done.stdout
+        and "app.cli.arguments -> app.web.editor" in done.stdout
+    )
 
 
 def _named_modules(text: str) -> list[str]:

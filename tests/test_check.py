@@ -46,7 +46,9 @@ def test_precision_cast_verdict_from_a_bf16_chain_names_the_value_whose_rounding
     assert r.verdict is Verdict.PRECISION_CAST
     explanation = r.leaf("out").explanation
     assert "emulate_precision_casts=True it is bit-identical" in explanation
-    assert "is rounded by eager before" in explanation and "bf16_chain.py:" in explanation  # the evidence: a node and its line
+    assert (
+        "is rounded by eager before" in explanation and "bf16_chain.py:" in explanation
+    )  # the evidence: a node and its line
 
 
 @pytest.mark.slow
@@ -57,14 +59,20 @@ def test_a_one_step_scalar_fault_in_a_bf16_model_is_divergent_and_says_which_ele
     phase = r.leaf("out[1]")
     assert r.verdict is Verdict.DIVERGENT and phase.verdict is Verdict.DIVERGENT and phase.witness is Witness.FAITHFUL
     assert phase.compiled_ref_max is not None and phase.compiled_ref_max < 0.002
-    assert f"of {phase.numel:,} elements where eager is exactly right" in phase.explanation and "in no element is compiled exactly right" in phase.explanation
+    assert (
+        f"of {phase.numel:,} elements where eager is exactly right" in phase.explanation
+        and "in no element is compiled exactly right" in phase.explanation
+    )
 
 
 @pytest.mark.slow
 def test_dropout_in_training_mode_is_rng_and_matches_with_fallback_random(check):
     r = check("dropout_rng")
     assert r.verdict is Verdict.RNG and r.exit_code == 0 and r.leaf("out").mismatches > 1000
-    assert "fallback_random=True it is bit-identical" in r.leaf("out").explanation and "Inductor's own generator" in r.explanation
+    assert (
+        "fallback_random=True it is bit-identical" in r.leaf("out").explanation
+        and "Inductor's own generator" in r.explanation
+    )
     assert check("dropout_rng", inductor_config={"fallback_random": True}).verdict is Verdict.MATCH
 
 
@@ -76,7 +84,10 @@ def test_a_draw_whose_stream_depends_on_dtype_is_judged_against_eager_s_own_draw
     snippet = "import torch\ndef fn(x):\n    return x * 2 + torch.rand_like(x)\ndef inputs():\n    return (torch.randn(64, 64),)\n"
     r = check(snippet, recheck_random=False)
     assert r.verdict is Verdict.DIVERGENT and r.leaf("out").witness is Witness.FAITHFUL
-    assert "the plain fp64 reference does not model this program" in r.explanation and "random draws replayed (aten.rand_like" in r.explanation
+    assert (
+        "the plain fp64 reference does not model this program" in r.explanation
+        and "random draws replayed (aten.rand_like" in r.explanation
+    )
 
 
 @pytest.mark.slow
@@ -99,7 +110,12 @@ def test_one_ulp_fault_is_shown_by_default_and_divergent_when_strict(check):
 
 @pytest.mark.slow
 def test_structural_faults_are_divergent(check):
-    expected = {"nan": Symptom.NAN, "signed_zero": Symptom.SIGNED_ZERO, "stride": Symptom.STRIDE, "widen": Symptom.DTYPE}
+    expected = {
+        "nan": Symptom.NAN,
+        "signed_zero": Symptom.SIGNED_ZERO,
+        "stride": Symptom.STRIDE,
+        "widen": Symptom.DTYPE,
+    }
     for fault, symptom in expected.items():
         r = check(fault_snippet(fault, PROGRAM))
         assert r.verdict is Verdict.DIVERGENT and symptom in r.leaf("out[0]").symptoms, (fault, r.explanation)
@@ -126,7 +142,14 @@ def test_buffers_updated_by_the_call_are_compared(check):
 @pytest.mark.slow
 def test_nested_outputs_and_python_scalars_become_leaves(check):
     r = check("structures", seeds=2)
-    assert {"out['pair'][0]", "out['pair'][1]", "out['obj'].hidden", "out['obj'].count", "out['mean']", "out['flag']"} == {l.name for l in r.leaves}
+    assert {
+        "out['pair'][0]",
+        "out['pair'][1]",
+        "out['obj'].hidden",
+        "out['obj'].count",
+        "out['mean']",
+        "out['flag']",
+    } == {l.name for l in r.leaves}
     assert [s.seed for s in r.seeds] == [0, 1] and r.verdict in (Verdict.MATCH, Verdict.BENIGN)
     assert r.code.graph_breaks and r.code.recompiles  # seed 1's float guard fails, so Dynamo recompiles
 
@@ -144,7 +167,7 @@ def test_generated_code_graph_breaks_and_arrays_are_kept(check):
     r = check("graph_break")
     assert len(r.code.fx_graphs) == 2 and len(r.code.graph_breaks) == 1 and "print" in r.code.graph_breaks[0]
     kernels = [k for o in r.code.output_code for k in o.kernels]
-    assert kernels and all(k.language == "cpp" and "extern \"C\"" in k.source for k in kernels)
+    assert kernels and all(k.language == "cpp" and 'extern "C"' in k.source for k in kernels)
     assert "engine/" not in r.code.graph_breaks[0]
     arrays = r.load_arrays(r.leaf("out"))
     assert set(arrays) == {"eager", "compiled", "ref"} and arrays["eager"].shape == (16,)

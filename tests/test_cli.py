@@ -26,7 +26,9 @@ def divergence(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 def test_check_writes_json_and_exits_by_verdict(tmp_path, inductor_cache):
     out = tmp_path / "result.json"
     # a ~100-line bf16 model with one remainder by a Python float: benign by the plain fp64 reference alone
-    done = divergence("check", str(REPO / "sample_cases" / "forecaster_remainder_bf16.py"), "--json", str(out), home=tmp_path)
+    done = divergence(
+        "check", str(REPO / "sample_cases" / "forecaster_remainder_bf16.py"), "--json", str(out), home=tmp_path
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "VERDICT: DIVERGENT" in done.stdout and "max ULP" in done.stdout and "faithful-fp64" in done.stdout
     assert "compiling" in done.stderr  # live progress

@@ -52,9 +52,9 @@ def test_the_live_stage_names_the_phase_and_rechecks_reuse_program_and_compile(r
     # the precision re-check ran the program as loaded: the snippet was executed once
     assert Path(r.run_dir, "output.log").read_text().count("snippet loaded") == 1
     # what the minimizer compiles (both switches, no provenance) was compiled by the re-check: a cache hit
-    minimizer = CheckOptions(device="cpu", timeout_s=240, provenance=False, recheck_precision_casts=False).with_inductor_config(
-        fallback_random=True, emulate_precision_casts=True
-    )
+    minimizer = CheckOptions(
+        device="cpu", timeout_s=240, provenance=False, recheck_precision_casts=False
+    ).with_inductor_config(fallback_random=True, emulate_precision_casts=True)
     again, seen = _checked(runner, source, minimizer, tmp_path / "minimizer")
     assert again.verdict is Verdict.MATCH, again.explanation
     details = [detail for stage, detail in seen if stage == "compiling"]

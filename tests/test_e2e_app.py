@@ -7,12 +7,20 @@ Leaves a screenshot in test-artifacts/. Skips (saying why) without playwright or
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SLOW, skip_without_browser, start_server, stop_server
+from tests.browser_helpers import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SLOW,
+    skip_without_browser,
+    start_server,
+    stop_server,
+)
 
 skip_without_browser()
 from playwright import sync_api  # noqa: E402
@@ -97,7 +105,9 @@ def test_gallery_case_in_a_real_browser(server: str, page: object):
     box = drag.bounding_box()
     assert box is not None
     page.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] / 2, steps=3)
-    expect(page.locator(".hoverlayer").first).to_contain_text("eager", timeout=10_000)  # hover data decoded in the browser
+    expect(page.locator(".hoverlayer").first).to_contain_text(
+        "eager", timeout=10_000
+    )  # hover data decoded in the browser
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "e2e-gallery-case.png"
@@ -146,6 +156,8 @@ def test_typed_program_runs_and_a_clicked_block_opens_at_full_resolution(server:
     assert abs(r0 // by - i) <= 1 and abs(c0 // bx - j) <= 1  # the one under the mouse (cells are ~3 px)
     page.mouse.down()
     page.mouse.up()
-    expect(page.locator(".js-plotly-plot .gtitle").filter(has_text=f"block rows {r0}–{r1}, cols {c0}–{c1}")).to_be_visible(timeout=60_000)
+    expect(
+        page.locator(".js-plotly-plot .gtitle").filter(has_text=f"block rows {r0}–{r1}, cols {c0}–{c1}")
+    ).to_be_visible(timeout=60_000)
     expect(page.get_by_role("spinbutton", name="Block row")).to_have_value(str(r0 // by))  # the block inputs follow
     page.screenshot(path=str(ARTIFACTS / "e2e-block-click.png"), full_page=True)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -128,7 +129,10 @@ def test_a_line_and_its_kernel_highlight_each_other(server: str, browser: Any):
     expect(sigmoid).to_have_class(re.compile(r"\bhot\b"))
     expect(view.locator(".chip", has_text="extern_kernels.mm")).to_have_class(re.compile(r"\bdim\b"))
     expect(view.locator("#out .ln.hot").first).to_be_visible()
-    assert all("sigmoid" in (k or "") for k in view.locator("#out .ln.hot").evaluate_all("rows => rows.map(r => r.dataset.kernel)"))
+    assert all(
+        "sigmoid" in (k or "")
+        for k in view.locator("#out .ln.hot").evaluate_all("rows => rows.map(r => r.dataset.kernel)")
+    )
     expect(view.get_by_test_id("dx-detail")).to_contain_text("h = torch.sigmoid(x * 2.0)")
     page.screenshot(path=str(ARTIFACTS / "e2e-code-view-line.png"))
 
@@ -164,13 +168,17 @@ def test_triton_on_cpu_runs_the_pointwise_fusion_case(server: str, browser: Any)
     expect = sync_api.expect
     page = browser.new_page(viewport={"width": 1400, "height": 1400})
     run_case(page, server, "pointwise fusion", triton=True)
-    expect(page.get_by_text(re.compile(r"Triton on CPU: (match|benign) \(interpreted, not GPU Triton\)"))).to_be_visible(timeout=300_000)
+    expect(
+        page.get_by_text(re.compile(r"Triton on CPU: (match|benign) \(interpreted, not GPU Triton\)"))
+    ).to_be_visible(timeout=300_000)
     page.get_by_role("tab", name="Triton on CPU").click()
     expect(page.get_by_text(re.compile(r"Interpreted Triton on CPU: (MATCH|BENIGN)"))).to_be_visible(timeout=30_000)
     assert page.get_by_text("0 compatible backends").count() == 0
     page.get_by_role("tab", name="Generated code").click()
     page.get_by_text("Triton on CPU (interpreted)").click()
-    expect(page.get_by_role("tab", name="Generated code")).to_have_attribute("aria-selected", "true")  # the rerun kept the tab
+    expect(page.get_by_role("tab", name="Generated code")).to_have_attribute(
+        "aria-selected", "true"
+    )  # the rerun kept the tab
     view = code_frame(page)
     expect(view.locator(".chip", has_text="triton_poi_fused_add_mul_relu_sqrt_0")).to_be_visible(timeout=30_000)
     expect(view.locator("#prog .ln[data-line='6']")).to_have_attribute("data-kernels", re.compile("triton_poi_fused"))
@@ -193,7 +201,11 @@ def test_localize_answers_on_the_interpolate_conv_pool_backward_case(server: str
     page.get_by_role("button", name="Localize", exact=True).click()
     expect(page.get_by_role("heading", name="First diverging node")).to_be_visible(timeout=400_000)
     # on torch 2.13 no node of the forward graph diverges; the divergent leaves are gradients
-    answer = page.get_by_text(re.compile(r"No first diverging node: the divergent leaves are gradients, and the backward graph is not compared"))
+    answer = page.get_by_text(
+        re.compile(
+            r"No first diverging node: the divergent leaves are gradients, and the backward graph is not compared"
+        )
+    )
     expect(answer.first).to_be_visible(timeout=30_000)
     assert page.get_by_text("before Inductor").count() == 0
     # a divergent run's tabs (Localize's result, Minimize's settings) at 1024 px: no label cut short
@@ -208,7 +220,9 @@ def test_localize_answers_on_the_interpolate_conv_pool_backward_case(server: str
 def test_the_editor_keeps_its_line_numbers_beside_pasted_code(server: str, browser: Any):
     """A real paste (the clipboard, Ctrl+V) used to leave the highlighted editor's line numbers a row below the code."""
     expect = sync_api.expect
-    context = browser.new_context(viewport={"width": 1400, "height": 1400}, permissions=["clipboard-read", "clipboard-write"])
+    context = browser.new_context(
+        viewport={"width": 1400, "height": 1400}, permissions=["clipboard-read", "clipboard-write"]
+    )
     page = context.new_page()
     page.goto(server)
     editor = page.locator("iframe[title*='code_editor']").last.content_frame
@@ -219,7 +233,10 @@ def test_the_editor_keeps_its_line_numbers_beside_pasted_code(server: str, brows
     expect(editor.locator(".ace_line").nth(4)).to_contain_text("torch.sigmoid")
 
     def offset() -> float:
-        number, line = editor.locator(".ace_gutter-cell").nth(4).bounding_box(), editor.locator(".ace_line").nth(4).bounding_box()
+        number, line = (
+            editor.locator(".ace_gutter-cell").nth(4).bounding_box(),
+            editor.locator(".ace_line").nth(4).bounding_box(),
+        )
         return abs(number["y"] - line["y"])
 
     deadline = time.monotonic() + 5

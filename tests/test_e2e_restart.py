@@ -10,12 +10,22 @@ import os
 import signal
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, REPO, SLOW, skip_without_browser, start_server, stop_server
+from tests.browser_helpers import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    REPO,
+    SLOW,
+    skip_without_browser,
+    start_server,
+    stop_server,
+)
 
 skip_without_browser()
 from playwright import sync_api  # noqa: E402
@@ -114,7 +124,12 @@ def test_sigkill_mid_check_and_mid_minimization_loses_nothing(tmp_path: Path, in
             until(lambda: not processes_of(home), 30, "the minimization's checks to end with the app")
 
             # 4. restarted again (running one check at a time, queueing one): marked interrupted, Resume continues
-            proc, url = start_server(home, inductor_cache, "e2e-restart-server.log", {"DIVERGENCE_MAX_RUNNING": "1", "DIVERGENCE_MAX_QUEUED": "1"})
+            proc, url = start_server(
+                home,
+                inductor_cache,
+                "e2e-restart-server.log",
+                {"DIVERGENCE_MAX_RUNNING": "1", "DIVERGENCE_MAX_QUEUED": "1"},
+            )
             servers.append(proc)
             page.goto(f"{url}/?run={finished}")
             page.get_by_role("tab", name="Minimize").click()
@@ -141,7 +156,9 @@ def test_sigkill_mid_check_and_mid_minimization_loses_nothing(tmp_path: Path, in
             expect(users[2].get_by_text("error (busy)").first).to_be_visible()
             users[0].get_by_role("button", name="Cancel").click()
             expect(users[0].get_by_text("cancelled").first).to_be_visible(timeout=30_000)
-            expect(users[1].get_by_text("▶ loading")).to_be_visible(timeout=60_000)  # handed the freed slot, still running
+            expect(users[1].get_by_text("▶ loading")).to_be_visible(
+                timeout=60_000
+            )  # handed the freed slot, still running
             users[1].get_by_role("button", name="Cancel").click()
             expect(users[1].get_by_text("cancelled").first).to_be_visible(timeout=30_000)
         finally:

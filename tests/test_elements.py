@@ -31,11 +31,26 @@ def test_rounding_once_is_correct_where_rounding_through_fp32_is_not(dtype):
 
 def test_the_binomial_tail_equals_the_summed_probabilities():
     def summed(k: int, n: int, p: float) -> float:
-        terms = [math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * math.log(p) + (n - j) * math.log1p(-p) for j in range(k, n + 1)]
+        terms = [
+            math.lgamma(n + 1)
+            - math.lgamma(j + 1)
+            - math.lgamma(n - j + 1)
+            + j * math.log(p)
+            + (n - j) * math.log1p(-p)
+            for j in range(k, n + 1)
+        ]
         top = max(terms)
         return (top + math.log(sum(math.exp(t - top) for t in terms))) / math.log(10)
 
-    for k, n, p in [(108, 108, 0.5), (18, 18, 0.5), (6000, 11453, 0.5), (40, 43, 0.3), (3, 4, 0.5), (20, 100, 0.1), (61365, 64317, 0.5)]:
+    for k, n, p in [
+        (108, 108, 0.5),
+        (18, 18, 0.5),
+        (6000, 11453, 0.5),
+        (40, 43, 0.3),
+        (3, 4, 0.5),
+        (20, 100, 0.1),
+        (61365, 64317, 0.5),
+    ]:
         assert elements.log10_binomial_tail(k, n, p) == pytest.approx(summed(k, n, p), abs=1e-6)
 
 
@@ -70,7 +85,10 @@ def test_a_one_step_scalar_fault_is_divergent_and_the_sentence_says_which_elemen
     assert m.compiled_ref_max is not None and m.compiled_ref_max < 0.001  # far inside the leaf-wide floor (0.0055)
     assert j.verdict is Verdict.DIVERGENT
     assert f"compiled is off in {c.k1:,} of {m.numel:,} elements where eager is exactly right" in j.explanation
-    assert f"all {c.k1:,} are below eager's" in j.explanation and "in no element is compiled exactly right where eager is wrong" in j.explanation
+    assert (
+        f"all {c.k1:,} are below eager's" in j.explanation
+        and "in no element is compiled exactly right where eager is wrong" in j.explanation
+    )
 
 
 def test_reassociation_noise_in_bf16_stays_benign():
@@ -118,16 +136,28 @@ def test_a_fault_where_eager_is_never_exact_is_found_by_distance_and_said_so():
     m = value_metrics(eager, compiled, reference)
     found = elements.find(m.elements)
     assert m.elements is not None and m.elements.k1 == 0 and found is not None and found.tests == ("distance",)
-    assert found.sentence.startswith(f"over all {m.mismatches:,} differing elements of 4,096, compiled is further from the reference than eager in {m.mismatches:,}")
+    assert found.sentence.startswith(
+        f"over all {m.mismatches:,} differing elements of 4,096, compiled is further from the reference than eager in {m.mismatches:,}"
+    )
 
 
 def test_a_nearly_balanced_leaf_is_not_flagged_however_many_elements_it_has():
     # hf:base Llama in bf16 (a real vocabulary, 6.3M logits): one hidden state feeds a whole row, so its
     # elements are not independent and tiny imbalances reach any probability; a fault is one-sided
     share = 670_781 / (670_781 + 646_509)
-    row = elements.Region("row", (0, 19), 49_152, 5_895, 4_693, 64, elements.log10_binomial_tail(5_895, 10_588, share) + math.log10(64))
-    balanced = elements.ElementCounts("bfloat16", 6_291_456, 670_781, 646_509, 2_845_679, 2_728_308, 335_000, 335_000, 0.5, 2470.0, None, (row,))
-    assert balanced.sign_log10p < elements.SIGN_LOG10P and balanced.worse_log10p < elements.SIGN_LOG10P and row.log10p < elements.REGION_LOG10P
+    row = elements.Region(
+        "row", (0, 19), 49_152, 5_895, 4_693, 64, elements.log10_binomial_tail(5_895, 10_588, share) + math.log10(64)
+    )
+    balanced = elements.ElementCounts(
+        "bfloat16", 6_291_456, 670_781, 646_509, 2_845_679, 2_728_308, 335_000, 335_000, 0.5, 2470.0, None, (row,)
+    )
+    assert (
+        balanced.sign_log10p < elements.SIGN_LOG10P
+        and balanced.worse_log10p < elements.SIGN_LOG10P
+        and row.log10p < elements.REGION_LOG10P
+    )
     assert elements.find(balanced) is None
-    one_sided = elements.Region("row", (0, 19), 49_152, 12_000, 4_693, 64, elements.log10_binomial_tail(12_000, 16_693, share) + math.log10(64))
+    one_sided = elements.Region(
+        "row", (0, 19), 49_152, 12_000, 4_693, 64, elements.log10_binomial_tail(12_000, 16_693, share) + math.log10(64)
+    )
     assert elements.find(dataclasses.replace(balanced, regions=(one_sided,))).tests == ("row",)

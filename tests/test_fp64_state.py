@@ -88,8 +88,15 @@ def test_a_transformers_llama_in_bf16_gives_the_copy_s_logits_and_cache():
 
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                                      num_key_value_heads=2, vocab_size=1000, max_position_embeddings=128)
+    config = transformers.LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=1000,
+        max_position_embeddings=128,
+    )
     model = transformers.LlamaForCausalLM(config).eval().to(torch.bfloat16)
     cast, copied, _ = _both(model, torch.randint(0, 1000, (2, 16)))
     assert "out.cache.layers[1].values" in cast

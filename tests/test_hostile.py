@@ -25,7 +25,11 @@ def expect(r, kind: ErrorKind, *words: str) -> None:
 
 
 def test_import_error(check):
-    expect(check("import torch\nimport no_such_module_xyz\nfn = 1\ninputs = ()\n"), ErrorKind.SNIPPET, "No module named 'no_such_module_xyz'")
+    expect(
+        check("import torch\nimport no_such_module_xyz\nfn = 1\ninputs = ()\n"),
+        ErrorKind.SNIPPET,
+        "No module named 'no_such_module_xyz'",
+    )
 
 
 @pytest.mark.slow
@@ -37,7 +41,10 @@ def test_fork_bomb_is_capped_and_cleaned_up(check):
 
 
 def test_printing_100_mb_stops_at_the_output_limit(check):
-    flood = TENSOR + "import sys\ndef fn(x):\n    line = 'x' * 1023 + '\\n'\n    for _ in range(100 * 1024):\n        sys.stdout.write(line)\n    return x\n"
+    flood = (
+        TENSOR
+        + "import sys\ndef fn(x):\n    line = 'x' * 1023 + '\\n'\n    for _ in range(100 * 1024):\n        sys.stdout.write(line)\n    return x\n"
+    )
     r = check(flood, max_output_mb=8, timeout_s=120)
     if r.verdict is Verdict.ERROR:
         expect(r, ErrorKind.OUTPUT, "printed more than 8 MB")
@@ -59,12 +66,17 @@ def test_writing_outside_the_run_directory_is_refused(check, tmp_path):
 def test_environment_secrets_are_not_visible(check, monkeypatch):
     # the worker inherits the environment it was started with; the child's is scrubbed to an allow-list
     assert "DIVERGENCE_TEST_SECRET" not in os.environ
-    r = check(TENSOR + "import os\ndef fn(x):\n    return x + len(os.environ.get('AWS_SECRET_ACCESS_KEY', '') + os.environ.get('GITHUB_TOKEN', ''))\n")
+    r = check(
+        TENSOR
+        + "import os\ndef fn(x):\n    return x + len(os.environ.get('AWS_SECRET_ACCESS_KEY', '') + os.environ.get('GITHUB_TOKEN', ''))\n"
+    )
     assert r.verdict is Verdict.MATCH  # nothing to read: both sides add zero
 
 
 def test_network_is_unreachable(check):
-    r = check(TENSOR + "import socket\ndef fn(x):\n    socket.create_connection(('127.0.0.1', 22), timeout=2)\n    return x\n")
+    r = check(
+        TENSOR + "import socket\ndef fn(x):\n    socket.create_connection(('127.0.0.1', 22), timeout=2)\n    return x\n"
+    )
     if any("network not isolated" in note for note in r.notes):
         pytest.skip("this host refuses new network namespaces (not root)")
     assert r.verdict is Verdict.ERROR and r.error.kind is ErrorKind.EAGER
@@ -78,7 +90,10 @@ def test_non_tensor_output_is_compared_by_type_not_refused(check):
 
 
 def test_a_backend_that_raises_is_a_compile_error(check):
-    broken = TENSOR + "def fn(x):\n    return x * 2\ndef backend(gm, example_inputs):\n    raise RuntimeError('only when compiled')\ncompile_kwargs = {'backend': backend}\n"
+    broken = (
+        TENSOR
+        + "def fn(x):\n    return x * 2\ndef backend(gm, example_inputs):\n    raise RuntimeError('only when compiled')\ncompile_kwargs = {'backend': backend}\n"
+    )
     expect(check(broken), ErrorKind.COMPILE, "only when compiled")
 
 

@@ -28,17 +28,32 @@ def run_pasted(script: str, tmp_path: Path, inductor_cache: Path) -> subprocess.
     """The script as a maintainer runs it: a fresh interpreter in an empty folder, nothing of ours importable."""
     (tmp_path / "pasted").mkdir()
     (tmp_path / "pasted" / "issue_script.py").write_text(script)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")} | {"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
-    ran = subprocess.run([sys.executable, "-I", "issue_script.py"], cwd=tmp_path / "pasted", env=env, capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")} | {
+        "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)
+    }
+    ran = subprocess.run(
+        [sys.executable, "-I", "issue_script.py"],
+        cwd=tmp_path / "pasted",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     return ran
 
 
 @pytest.mark.slow
-def test_the_issue_body_runs_as_pasted_and_shows_the_difference(runner: Runner, inductor_cache: Path, tmp_path: Path) -> None:
+def test_the_issue_body_runs_as_pasted_and_shows_the_difference(
+    runner: Runner, inductor_cache: Path, tmp_path: Path
+) -> None:
     program = CASE.read_text()
-    result = runner.check(program, CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True}),
-                          "snippet.py", run_dir=tmp_path / "check")
+    result = runner.check(
+        program,
+        CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True}),
+        "snippet.py",
+        run_dir=tmp_path / "check",
+    )
     assert result.verdict is Verdict.DIVERGENT, result.explanation
     signature = signature_of(result)
     body = render(program, signature, Checked(result), (), True)
@@ -50,7 +65,11 @@ def test_the_issue_body_runs_as_pasted_and_shows_the_difference(runner: Runner, 
     ran = run_pasted(script, tmp_path, inductor_cache)
     shown = re.search(r"^at index (\[.*\]) : eager (\S+) \| compiled (\S+) \| float64 (\S+)$", ran.stdout, re.M)
     assert shown is not None, ran.stdout
-    assert shown[1] == str(list(leaf.worst_index)) and (shown[2], shown[3]) == (leaf.eager_value, leaf.compiled_value) and shown[2] != shown[3]
+    assert (
+        shown[1] == str(list(leaf.worst_index))
+        and (shown[2], shown[3]) == (leaf.eager_value, leaf.compiled_value)
+        and shown[2] != shown[3]
+    )
     assert shown[4] == leaf.eager_value  # float64 sides with eager: 1.0 // 0.1 is 9
     assert re.search(rf"^{leaf.mismatches} of {leaf.numel} elements differ", ran.stdout, re.M), ran.stdout
 
@@ -67,12 +86,18 @@ def test_the_issue_body_runs_as_pasted_and_shows_the_difference(runner: Runner, 
 
 
 @pytest.mark.slow
-def test_the_float64_run_of_a_bf16_arange_is_exact_as_the_checks_reference(runner: Runner, inductor_cache: Path, tmp_path: Path) -> None:
+def test_the_float64_run_of_a_bf16_arange_is_exact_as_the_checks_reference(
+    runner: Runner, inductor_cache: Path, tmp_path: Path
+) -> None:
     # arange(..., dtype=bf16) cast to float64 inputs still runs eager's bf16 kernel: the body's float64 run, like
     # the check's reference, makes the sequence in float64, so it prints the exact value, not eager's
     program = "import torch\n\ndef fn(n):\n    return torch.arange(n, dtype=torch.bfloat16) * 1\n\ndef inputs():\n    return (10000,)\n"
-    result = runner.check(program, CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True}),
-                          "snippet.py", run_dir=tmp_path / "check")
+    result = runner.check(
+        program,
+        CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True}),
+        "snippet.py",
+        run_dir=tmp_path / "check",
+    )
     assert result.verdict is Verdict.DIVERGENT, result.explanation
     signature = signature_of(result)
     script = code_block(render(program, signature, Checked(result), (), True))
@@ -84,7 +109,9 @@ def test_the_float64_run_of_a_bf16_arange_is_exact_as_the_checks_reference(runne
 
 
 def test_a_body_whose_inputs_come_from_op_db_says_what_it_needs_and_others_do_not() -> None:
-    op_db = "import torch\nimport torch.testing._internal.common_methods_invocations as cmi\n\ndef fn(x):\n    return x\n"
+    op_db = (
+        "import torch\nimport torch.testing._internal.common_methods_invocations as cmi\n\ndef fn(x):\n    return x\n"
+    )
     assert "needs `expecttest` (`pip install expecttest`" in render(op_db, None, None, (), False)
     assert "expecttest" not in render(CASE.read_text(), None, None, (), False)
 
@@ -94,8 +121,19 @@ def test_the_expected_sentence_names_float64_only_where_it_sides_with_eager_at_t
     from engine import LeafKind, LeafResult, Symptom
     from minimizer.report import expected_actual
 
-    figures = dict(symptoms=(Symptom.VALUE,), worst_index=(4113,), eager_value="4096.0", compiled_value="4128.0", eager_ref_max=47.0, compiled_ref_max=63.0)
-    expected, actual = expected_actual(LeafResult("out", LeafKind.OUTPUT, Verdict.DIVERGENT, "", reference_value="4113.0", **figures))  # type: ignore[arg-type]
+    figures = dict(
+        symptoms=(Symptom.VALUE,),
+        worst_index=(4113,),
+        eager_value="4096.0",
+        compiled_value="4128.0",
+        eager_ref_max=47.0,
+        compiled_ref_max=63.0,
+    )
+    expected, actual = expected_actual(
+        LeafResult("out", LeafKind.OUTPUT, Verdict.DIVERGENT, "", reference_value="4113.0", **figures)
+    )  # type: ignore[arg-type]
     assert "as a float64 run does" not in expected and "(float64: `4113.0`)" in actual
-    expected, actual = expected_actual(LeafResult("out", LeafKind.OUTPUT, Verdict.DIVERGENT, "", reference_value="4096.0", **figures))  # type: ignore[arg-type]
+    expected, actual = expected_actual(
+        LeafResult("out", LeafKind.OUTPUT, Verdict.DIVERGENT, "", reference_value="4096.0", **figures)
+    )  # type: ignore[arg-type]
     assert expected.endswith("as a float64 run does.") and "(float64:" not in actual

@@ -48,8 +48,12 @@ def test_a_plain_object_s_attributes_are_leaves_with_stable_names():
     out = Output(torch.ones(2), Cache())
     assert names(out) == [
         "out.logits",
-        "out.cache.layers[0].keys", "out.cache.layers[0].values", "out.cache.layers[0].is_initialized",
-        "out.cache.layers[1].keys", "out.cache.layers[1].values", "out.cache.layers[1].is_initialized",
+        "out.cache.layers[0].keys",
+        "out.cache.layers[0].values",
+        "out.cache.layers[0].is_initialized",
+        "out.cache.layers[1].keys",
+        "out.cache.layers[1].values",
+        "out.cache.layers[1].is_initialized",
         "out.cache.offloading",
         "out.loss",
     ]
@@ -59,7 +63,13 @@ def test_a_plain_object_s_attributes_are_leaves_with_stable_names():
 def test_containers_keep_the_names_they_always_had():
     Pair = collections.namedtuple("Pair", "a b")
     value = (torch.ones(1), [2, {"k": torch.Size([3, 4])}], Pair(1.5, None))
-    assert flatten(value) == [("out[0]", value[0]), ("out[1][0]", 2), ("out[1][1]['k']", (3, 4)), ("out[2].a", 1.5), ("out[2].b", None)]
+    assert flatten(value) == [
+        ("out[0]", value[0]),
+        ("out[1][0]", 2),
+        ("out[1][1]['k']", (3, 4)),
+        ("out[2].a", 1.5),
+        ("out[2].b", None),
+    ]
 
 
 def test_a_registered_pytree_node_is_named_by_its_keys():
@@ -68,7 +78,9 @@ def test_a_registered_pytree_node_is_named_by_its_keys():
             self.inner = inner
 
     pytree.register_pytree_node(
-        Box, lambda b: ([b.inner], None), lambda xs, _: Box(xs[0]),
+        Box,
+        lambda b: ([b.inner], None),
+        lambda xs, _: Box(xs[0]),
         flatten_with_keys_fn=lambda b: ([(pytree.GetAttrKey("inner"), b.inner)], None),
     )
     try:
@@ -87,8 +99,22 @@ def test_other_values_are_named_and_compared_for_equality():
         def __init__(self):
             self.x = torch.zeros(1)
 
-    leaves = dict(flatten({"dtype": torch.float16, "colour": Colour.RED, "fn": torch.sin, "lock": threading.Lock(), "set": {2, 1}, "slots": Slotted(), "mod": torch.nn.ReLU()}))
-    assert leaves["out['dtype']"] == Value(torch.float16, "", "equality") and leaves["out['dtype']"] != Value(torch.float32, "", "equality")
+    leaves = dict(
+        flatten(
+            {
+                "dtype": torch.float16,
+                "colour": Colour.RED,
+                "fn": torch.sin,
+                "lock": threading.Lock(),
+                "set": {2, 1},
+                "slots": Slotted(),
+                "mod": torch.nn.ReLU(),
+            }
+        )
+    )
+    assert leaves["out['dtype']"] == Value(torch.float16, "", "equality") and leaves["out['dtype']"] != Value(
+        torch.float32, "", "equality"
+    )
     assert leaves["out['colour']"] == flatten(Colour.RED)[0][1]
     assert repr(leaves["out['fn']"]) == "<_VariableFunctionsClass.sin>"
     assert repr(leaves["out['lock']"]) == "<_thread.lock object>"  # by type: a lock has no value to compare
@@ -146,7 +172,15 @@ def test_an_input_value_no_run_changed_is_no_mutation_nan_included():
     from engine.child.comparison import CallSettings
     from engine.child.leaf_builder import LeafBuilder
 
-    settings = CallSettings(strict=False, factor=2.0, noise_ulps=32.0, backward=False, fp64_reference=False, max_stored_elements=1, emit=print)
+    settings = CallSettings(
+        strict=False,
+        factor=2.0,
+        noise_ulps=32.0,
+        backward=False,
+        fp64_reference=False,
+        max_stored_elements=1,
+        emit=print,
+    )
     inputs = ((torch.ones(2), float("nan"), Cache()), {"mode": "fast"})
     builder = LeafBuilder(settings, "")
     builder.mutations(inputs, map_tensors(inputs, lambda t: t.clone()), map_tensors(inputs, lambda t: t.clone()), None)

@@ -63,12 +63,16 @@ def test_only_a_second_call_diverges(runner: Runner, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_layout_probes_and_eager_rejecting_inputs(runner: Runner, tmp_path: Path) -> None:
     source, filename = _source("probe_linear")
-    report = run_probes(runner, source, CPU, filename, kinds=["odd_sizes", "noncontiguous", "offset", "backward"], directory=tmp_path)
+    report = run_probes(
+        runner, source, CPU, filename, kinds=["odd_sizes", "noncontiguous", "offset", "backward"], directory=tmp_path
+    )
     odd = report.outcome("odd_sizes")
     assert odd.status is ProbeStatus.NOT_APPLICABLE and "eager itself raises" in odd.explanation
     for kind in ("noncontiguous", "offset", "backward"):
         assert report.outcome(kind).status is ProbeStatus.OK, report.outcome(kind).explanation
-    assert any(l.name.startswith("grad ") for l in __import__("engine").load_result(report.outcome("backward").run_dir).leaves)
+    assert any(
+        l.name.startswith("grad ") for l in __import__("engine").load_result(report.outcome("backward").run_dir).leaves
+    )
 
 
 @pytest.mark.slow
@@ -96,13 +100,27 @@ def test_first_diverging_node_is_the_injected_fault(runner: Runner, tmp_path: Pa
     assert report.reproduced and report.diverging_nodes[0].startswith("mul ")
     assert "sin" not in [n.split()[0] for n in report.diverging_nodes]  # upstream of the fault: still equal
     # where it came from, as torch records it on the node: what places it in the check's own compile
-    assert (report.first.site.line, report.first.site.code, report.first.site.source_nodes) == (20, "b = a * y", ("b",))  # the Dynamo graph names it after the variable
+    assert (report.first.site.line, report.first.site.code, report.first.site.source_nodes) == (
+        20,
+        "b = a * y",
+        ("b",),
+    )  # the Dynamo graph names it after the variable
 
 
 def test_ladder_conclusions() -> None:
     def rows(*diverging: str) -> tuple[AblationRow, ...]:
-        labels = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "inductor + emulate_precision_casts", "inductor + fallback_random")
-        return tuple(AblationRow(l, l, {}, Verdict.DIVERGENT if l in diverging else Verdict.MATCH, l in diverging, "") for l in labels)
+        labels = (
+            "eager",
+            "aot_eager",
+            "aot_eager_decomp_partition",
+            "inductor",
+            "inductor + emulate_precision_casts",
+            "inductor + fallback_random",
+        )
+        return tuple(
+            AblationRow(l, l, {}, Verdict.DIVERGENT if l in diverging else Verdict.MATCH, l in diverging, "")
+            for l in labels
+        )
 
     assert conclude(rows())[0] is None
     assert conclude(rows("aot_eager", "aot_eager_decomp_partition", "inductor"))[0] == "aot_eager"

@@ -11,7 +11,18 @@ from minimizer.mechanism import read_graphs
 
 # ops a Dynamo graph names as calls that are not ATen ops themselves, or that compute a softmax/activation
 # from a fused reduction: checked by hand (casts, and ATen composites Inductor decomposes into pointwise + reduction)
-_COMPOSITES = {"bfloat16", "double", "float", "half", "to", "type_as", "floor_divide", "hardswish", "log_softmax", "softmax"}
+_COMPOSITES = {
+    "bfloat16",
+    "double",
+    "float",
+    "half",
+    "to",
+    "type_as",
+    "floor_divide",
+    "hardswish",
+    "log_softmax",
+    "softmax",
+}
 
 
 def _tagged(tag: torch.Tag) -> set[str]:
@@ -19,10 +30,10 @@ def _tagged(tag: torch.Tag) -> set[str]:
     for schema in torch._C._jit_get_all_schemas():
         if not schema.name.startswith("aten::"):
             continue
-        packet = getattr(torch.ops.aten, schema.name[len("aten::"):], None)
+        packet = getattr(torch.ops.aten, schema.name[len("aten::") :], None)
         op = getattr(packet, schema.overload_name or "default", None) if packet is not None else None
         if op is not None and tag in op.tags:
-            names.add(schema.name[len("aten::"):])
+            names.add(schema.name[len("aten::") :])
     return names
 
 
@@ -35,7 +46,7 @@ def test_every_fused_call_is_a_pointwise_or_reduction_op_or_a_cast():
     assert sorted(mechanisms.FUSED_CALLS - pointwise - reduction - _COMPOSITES) == []
 
 
-MULADD = '''class GraphModule(torch.nn.Module):
+MULADD = """class GraphModule(torch.nn.Module):
     def forward(self, L_a_: "bf16[4096][1]cpu", L_b_: "bf16[4096][1]cpu", L_c_: "bf16[4096][1]cpu"):
         l_a_ = L_a_
         l_b_ = L_b_
@@ -44,27 +55,29 @@ MULADD = '''class GraphModule(torch.nn.Module):
         mul: "bf16[4096][1]cpu" = l_a_ * l_b_;  l_b_ = None
         add: "bf16[4096][1]cpu" = mul + L_c_;  mul = L_c_ = None
         return (add,)
-'''
-MATMUL_ONLY = '''class GraphModule(torch.nn.Module):
+"""
+MATMUL_ONLY = """class GraphModule(torch.nn.Module):
     def forward(self, L_x_: "bf16[64, 64][64, 1]cpu", L_w_: "bf16[64, 64][64, 1]cpu"):
          # File: prog.py:5 in fn, code: return (x @ w).sum(-1)
         matmul: "bf16[64, 64][64, 1]cpu" = L_x_ @ L_w_
         view: "bf16[4096][1]cpu" = matmul.view(-1)
         return (view,)
-'''
-ROUNDTRIP = '''class GraphModule(torch.nn.Module):
+"""
+ROUNDTRIP = """class GraphModule(torch.nn.Module):
     def forward(self, L_a_: "f32[4096][1]cpu"):
          # File: prog.py:6 in fn, code: q = (a * 3.3).bfloat16().float()
         mul: "f32[4096][1]cpu" = L_a_ * 3.3
         bfloat16: "bf16[4096][1]cpu" = mul.bfloat16();  mul = None
         float_1: "f32[4096][1]cpu" = bfloat16.float();  bfloat16 = None
         return (float_1,)
-'''
+"""
 
 
 def test_a_low_precision_value_consumed_elementwise_is_named_with_its_line():
     trips = mechanisms.round_trips([MULADD])
-    assert [(t.node, t.dtype, t.consumer, t.where) for t in trips] == [("mul", "bfloat16", "add", "sample_cases/bf16_muladd_chain.py:6")]
+    assert [(t.node, t.dtype, t.consumer, t.where) for t in trips] == [
+        ("mul", "bfloat16", "add", "sample_cases/bf16_muladd_chain.py:6")
+    ]
     assert "`mul` (bfloat16 at sample_cases/bf16_muladd_chain.py:6" in mechanisms.precision_cast_evidence(trips)
     assert [(t.node, t.consumer) for t in mechanisms.round_trips([ROUNDTRIP])] == [("bfloat16", "float_1")]
 
@@ -75,15 +88,19 @@ def test_a_low_precision_value_only_stored_or_viewed_is_no_evidence():
 
 
 def test_the_minimizer_reads_draws_from_the_same_list_and_by_their_flags():
-    graph = '''class GraphModule(torch.nn.Module):
+    graph = """class GraphModule(torch.nn.Module):
     def forward(self, L_x_: "f32[8, 8][8, 1]cpu"):
         a: "f32[8, 8][8, 1]cpu" = torch._C._nn.scaled_dot_product_attention(L_x_, L_x_, L_x_, None, {p})
         b: "f32[8, 8][8, 1]cpu" = torch.nn.functional.dropout(a, 0.1, {training}, False)
         c: "f32[8, 8][8, 1]cpu" = b.exponential_()
         return (c,)
-'''
+"""
     assert read_graphs([graph.format(p="0.0", training=False)]).random_ops == {"exponential_"}
-    assert read_graphs([graph.format(p="0.2", training=True)]).random_ops == {"exponential_", "scaled_dot_product_attention", "dropout"}
+    assert read_graphs([graph.format(p="0.2", training=True)]).random_ops == {
+        "exponential_",
+        "scaled_dot_product_attention",
+        "dropout",
+    }
 
 
 @pytest.mark.slow
@@ -97,7 +114,9 @@ def test_an_rng_verdict_names_the_ops_that_drew_and_the_minimizer_refuses_with_i
     oracle = DivergenceOracle(runner, CheckOptions(device="cpu", timeout_s=240), tmp_path)
     with pytest.raises(NotReproducible) as refused:
         oracle.establish((REPO / "tests" / "snippets" / "dropout_rng.py").read_text())
-    assert "the check's verdict is rng" in str(refused.value) and "eager drew random numbers in aten.bernoulli_" in str(refused.value)  # dropout draws its mask so
+    assert "the check's verdict is rng" in str(refused.value) and "eager drew random numbers in aten.bernoulli_" in str(
+        refused.value
+    )  # dropout draws its mask so
 
 
 def test_integer_random_draws_are_rng_with_the_op_named(check):
@@ -105,7 +124,9 @@ def test_integer_random_draws_are_rng_with_the_op_named(check):
     # for: the evidence's own eager re-run must work alone (it raised NameError and the verdict was divergent)
     from engine.judge.verdicts import Verdict
 
-    r = check("import torch\n\ndef fn(x):\n    return torch.randint(0, 1000, x.shape) + x\n\ndef inputs():\n    return (torch.arange(4096).reshape(64, 64),)\n")
+    r = check(
+        "import torch\n\ndef fn(x):\n    return torch.randint(0, 1000, x.shape) + x\n\ndef inputs():\n    return (torch.arange(4096).reshape(64, 64),)\n"
+    )
     assert r.verdict is Verdict.RNG and "aten.randint" in r.leaf("out").explanation
 
 
@@ -115,7 +136,9 @@ def test_a_round_trip_inside_a_library_call_is_evidence_from_eagers_aten_ops(che
     # Under fallback_random and emulate_precision_casts it is bit-identical: the evidence is eager's ATen chain
     from engine.judge.verdicts import Verdict
 
-    r = check("import torch\n\ndef fn(x):\n    return torch.alpha_dropout(x, 0.5, True)\n\ndef inputs():\n    return (torch.randn(64, 64).bfloat16(),)\n")
+    r = check(
+        "import torch\n\ndef fn(x):\n    return torch.alpha_dropout(x, 0.5, True)\n\ndef inputs():\n    return (torch.randn(64, 64).bfloat16(),)\n"
+    )
     leaf = r.leaf("out")
     assert leaf.verdict is Verdict.PRECISION_CAST, leaf.explanation
     assert "inside a library call eager rounds to bfloat16 between aten." in leaf.explanation

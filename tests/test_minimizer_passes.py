@@ -25,16 +25,22 @@ from minimizer.passes import (
     simplify_dtypes,
     tidy,
 )
-from minimizer.reducer import Problem, PredicateOracle, Reducer, reduce_with
+from minimizer.reducer import PredicateOracle, Problem, Reducer, reduce_with
 from minimizer.syntax import canonical
 
 
 def test_delete_statements_keeps_only_what_the_predicate_needs() -> None:
-    assert reduce_with([delete_statements], "a = 1\nb = 2\nc = 3\nprint(b)\n", lambda s: "print(b)" in s) == "b = 2\nprint(b)\n"
+    assert (
+        reduce_with([delete_statements], "a = 1\nb = 2\nc = 3\nprint(b)\n", lambda s: "print(b)" in s)
+        == "b = 2\nprint(b)\n"
+    )
 
 
 def test_delete_statements_reaches_into_function_bodies() -> None:
-    assert reduce_with([delete_statements], "def f():\n    x = 1\n    y = 2\n    return y\n", lambda s: "return y" in s) == "def f():\n    y = 2\n    return y\n"
+    assert (
+        reduce_with([delete_statements], "def f():\n    x = 1\n    y = 2\n    return y\n", lambda s: "return y" in s)
+        == "def f():\n    y = 2\n    return y\n"
+    )
 
 
 def test_lift_branches_keeps_the_taken_branch() -> None:
@@ -42,7 +48,10 @@ def test_lift_branches_keeps_the_taken_branch() -> None:
 
 
 def test_remove_unused_imports_splits_import_lists() -> None:
-    assert reduce_with([remove_unused_imports], "import os, torch\ntorch.ones(1)\n", lambda s: "torch.ones" in s) == "import torch\ntorch.ones(1)\n"
+    assert (
+        reduce_with([remove_unused_imports], "import os, torch\ntorch.ones(1)\n", lambda s: "torch.ones" in s)
+        == "import torch\ntorch.ones(1)\n"
+    )
 
 
 def test_drop_parameters_removes_the_matching_input() -> None:
@@ -51,33 +60,59 @@ def test_drop_parameters_removes_the_matching_input() -> None:
 
 
 def test_replace_with_operand_drops_a_needless_call() -> None:
-    assert reduce_with([replace_with_operand], "import torch\nv = 1\ny = torch.add(v, torch.zeros_like(v))\n", lambda s: "v = 1" in s and "y" in s) == "import torch\nv = 1\ny = v\n"
+    assert (
+        reduce_with(
+            [replace_with_operand],
+            "import torch\nv = 1\ny = torch.add(v, torch.zeros_like(v))\n",
+            lambda s: "v = 1" in s and "y" in s,
+        )
+        == "import torch\nv = 1\ny = v\n"
+    )
 
 
 def test_replace_with_operand_drops_a_method_call_to_its_receiver() -> None:
-    assert reduce_with([replace_with_operand], "x = 1\ny = x.half().relu()\n", lambda s: "relu" in s) == "x = 1\ny = x.relu()\n"
+    assert (
+        reduce_with([replace_with_operand], "x = 1\ny = x.half().relu()\n", lambda s: "relu" in s)
+        == "x = 1\ny = x.relu()\n"
+    )
 
 
 def test_drop_keyword_arguments_keeps_the_one_that_matters() -> None:
-    assert reduce_with([drop_keyword_arguments], "print(1, sep=\"\", end=\"\")\n", lambda s: "end" in s) == "print(1, end='')\n"
+    assert (
+        reduce_with([drop_keyword_arguments], 'print(1, sep="", end="")\n', lambda s: "end" in s)
+        == "print(1, end='')\n"
+    )
 
 
 def test_inline_modules_turns_a_stateless_module_into_a_function() -> None:
     source = "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def forward(self, x):\n        return x.relu()\nfn = M()\n"
-    assert reduce_with([inline_modules], source, lambda s: "relu" in s and "fn = M" in s) == "import torch.nn as nn\n\ndef M(x):\n    return x.relu()\nfn = M\n"
+    assert (
+        reduce_with([inline_modules], source, lambda s: "relu" in s and "fn = M" in s)
+        == "import torch.nn as nn\n\ndef M(x):\n    return x.relu()\nfn = M\n"
+    )
 
 
 def test_inline_modules_leaves_stateful_modules_alone() -> None:
-    source = "import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n        return self.w * x\nfn = M()\n"
+    source = (
+        "import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n        return self.w * x\nfn = M()\n"
+    )
     assert reduce_with([inline_modules], source, lambda s: True) == canonical(source)
 
 
 def test_shrink_integers_shrinks_a_shape_as_far_as_allowed() -> None:
-    assert reduce_with([shrink_integers], "import torch\nx = torch.randn(64, 8)\n", lambda s: "8)" in s) == "import torch\nx = torch.randn(1, 8)\n"
+    assert (
+        reduce_with([shrink_integers], "import torch\nx = torch.randn(64, 8)\n", lambda s: "8)" in s)
+        == "import torch\nx = torch.randn(1, 8)\n"
+    )
 
 
 def test_shrink_integers_stops_where_the_predicate_does() -> None:
-    assert reduce_with([shrink_integers], "import torch\nx = torch.randn(64)\n", lambda s: int(s.split("(")[1].split(")")[0]) >= 5) == "import torch\nx = torch.randn(5)\n"
+    assert (
+        reduce_with(
+            [shrink_integers], "import torch\nx = torch.randn(64)\n", lambda s: int(s.split("(")[1].split(")")[0]) >= 5
+        )
+        == "import torch\nx = torch.randn(5)\n"
+    )
 
 
 def test_shrink_integers_takes_longer_steps_while_short_ones_hold() -> None:
@@ -87,7 +122,10 @@ def test_shrink_integers_takes_longer_steps_while_short_ones_hold() -> None:
         calls.append(s)
         return int(s.split("(")[1].split(")")[0]) > 8225
 
-    assert reduce_with([shrink_integers], "import torch\nx = torch.arange(9906)\n", needs_more_than_8225) == "import torch\nx = torch.arange(8226)\n"
+    assert (
+        reduce_with([shrink_integers], "import torch\nx = torch.arange(9906)\n", needs_more_than_8225)
+        == "import torch\nx = torch.arange(8226)\n"
+    )
     assert len(calls) < 100  # one step at a time: 1,680 calls
 
 
@@ -96,11 +134,17 @@ def test_shrink_sequences_deletes_list_elements() -> None:
 
 
 def test_shrink_sequences_unwraps_a_one_element_tuple() -> None:
-    assert reduce_with([shrink_sequences], "def f(a, b):\n    return (a, b)\n", lambda s: "a" in s.split("return")[1]) == "def f(a, b):\n    return a\n"
+    assert (
+        reduce_with([shrink_sequences], "def f(a, b):\n    return (a, b)\n", lambda s: "a" in s.split("return")[1])
+        == "def f(a, b):\n    return a\n"
+    )
 
 
 def test_simplify_dtypes_prefers_float32() -> None:
-    assert reduce_with([simplify_dtypes], "import torch\nx = torch.ones(2, dtype=torch.float64)\n", lambda s: "dtype" in s) == "import torch\nx = torch.ones(2, dtype=torch.float)\n"
+    assert (
+        reduce_with([simplify_dtypes], "import torch\nx = torch.ones(2, dtype=torch.float64)\n", lambda s: "dtype" in s)
+        == "import torch\nx = torch.ones(2, dtype=torch.float)\n"
+    )
 
 
 def test_shorten_floats_rounds_needless_digits() -> None:
@@ -126,14 +170,23 @@ def test_a_candidate_is_never_tested_twice() -> None:
 
 def test_candidates_that_read_undefined_names_never_reach_the_predicate() -> None:
     seen: list[str] = []
-    reduce_with([delete_statements], "import torch\nx = torch.ones(1)\nprint(x)\n", lambda s: seen.append(s) is None and "print" in s)
+    reduce_with(
+        [delete_statements],
+        "import torch\nx = torch.ones(1)\nprint(x)\n",
+        lambda s: seen.append(s) is None and "print" in s,
+    )
     assert all("torch.ones" not in s or "import torch" in s for s in seen)
 
 
 def test_shrink_sequences_shrinks_paired_inputs_together() -> None:
     source = "a = [1, 2, 3, 4]\nb = [5, 6, 7, 8]\n"
     same_length = lambda s: len(s.split("\n")[0].split(",")) == len(s.split("\n")[1].split(","))
-    assert reduce_with([shrink_sequences], source, lambda s: same_length(s) and "3" in s and "7" in s and s.count("[") == 2) == "a = [3]\nb = [7]\n"
+    assert (
+        reduce_with(
+            [shrink_sequences], source, lambda s: same_length(s) and "3" in s and "7" in s and s.count("[") == 2
+        )
+        == "a = [3]\nb = [7]\n"
+    )
 
 
 def test_shrink_sequences_moves_literals_of_one_role_together_and_leaves_others() -> None:
@@ -151,13 +204,19 @@ def test_tidy_removes_all_noise_in_one_candidate() -> None:
 
 def test_drop_signs_tries_every_sign_at_once_first() -> None:
     seen: list[str] = []
-    assert reduce_with([drop_signs], "x = [-1.0, -2.0, -3.0]\n", lambda s: seen.append(s) is None) == "x = [1.0, 2.0, 3.0]\n"
+    assert (
+        reduce_with([drop_signs], "x = [-1.0, -2.0, -3.0]\n", lambda s: seen.append(s) is None)
+        == "x = [1.0, 2.0, 3.0]\n"
+    )
     assert seen == ["x = [1.0, 2.0, 3.0]\n"]
 
 
 def test_drop_keyword_arguments_tries_all_of_them_at_once_first() -> None:
     seen: list[str] = []
-    assert reduce_with([drop_keyword_arguments], "print(1, end='')\ndict(b=3)\n", lambda s: seen.append(s) is None) == "print(1)\ndict()\n"
+    assert (
+        reduce_with([drop_keyword_arguments], "print(1, end='')\ndict(b=3)\n", lambda s: seen.append(s) is None)
+        == "print(1)\ndict()\n"
+    )
     assert len(seen) == 1
 
 
@@ -180,13 +239,18 @@ def test_tidy_drops_dead_locals() -> None:
 
 def test_inline_temporaries_turns_graph_statements_into_one_expression() -> None:
     source = "import torch\n\ndef fn(x):\n    elu = torch.nn.functional.elu(x)\n    zeros = torch.zeros_like(x)\n    div = torch.div(elu, zeros)\n    return div\n"
-    assert reduce_with([inline_temporaries], source, lambda s: True) == "import torch\n\ndef fn(x):\n    return torch.div(torch.nn.functional.elu(x), torch.zeros_like(x))\n"
+    assert (
+        reduce_with([inline_temporaries], source, lambda s: True)
+        == "import torch\n\ndef fn(x):\n    return torch.div(torch.nn.functional.elu(x), torch.zeros_like(x))\n"
+    )
 
 
 def test_shrink_integers_shrinks_every_equal_literal_together() -> None:
     source = "import torch\nx = torch.randn(2, 32)\ny = x.view(2, 32)\n"
     consistent = lambda s: s.split("randn(")[1].split(")")[0] == s.split("view(")[1].split(")")[0]
-    assert reduce_with([shrink_integers], source, consistent) == "import torch\nx = torch.randn(1, 1)\ny = x.view(1, 1)\n"
+    assert (
+        reduce_with([shrink_integers], source, consistent) == "import torch\nx = torch.randn(1, 1)\ny = x.view(1, 1)\n"
+    )
 
 
 def test_drop_unread_attributes_removes_state_nothing_reads() -> None:
@@ -218,4 +282,7 @@ def test_inline_defaults_uses_the_default_nobody_overrides() -> None:
 
 def test_inline_functions_puts_a_one_line_helper_where_it_is_called() -> None:
     source = "import torch\ndef batch(n, offset=1.0):\n    return torch.randn(n, 1) + offset\ninputs = (batch(3),)\n"
-    assert reduce_with([inline_functions], source, lambda s: "randn(3, 1)" in s) == "import torch\ninputs = (torch.randn(3, 1) + 1.0,)\n"
+    assert (
+        reduce_with([inline_functions], source, lambda s: "randn(3, 1)" in s)
+        == "import torch\ninputs = (torch.randn(3, 1) + 1.0,)\n"
+    )

@@ -21,7 +21,12 @@ def _script(slug: str, **changes: object) -> str:
 
 
 def test_every_style_gets_a_harness_that_parses() -> None:
-    for slug in ("floor_divide_off_by_one", "layernorm_gelu_kernelbench", "neg_zero_add_reciprocal", "interpolate_conv_pool_backward"):  # one of each style
+    for slug in (
+        "floor_divide_off_by_one",
+        "layernorm_gelu_kernelbench",
+        "neg_zero_add_reciprocal",
+        "interpolate_conv_pool_backward",
+    ):  # one of each style
         ast.parse(_script(slug))
     assert "BACKWARD = True" in _script("interpolate_conv_pool_backward")
     assert "fn = Model(" in _script("layernorm_gelu_kernelbench")
@@ -35,7 +40,9 @@ def test_a_backward_divergence_reproduces_through_its_gradients(tmp_path: Path) 
     assert check.reproduces, check.output
     divergent = [line for line in check.output.splitlines() if line.startswith("DIVERGENT")]
     assert divergent and all(line.startswith("DIVERGENT grad ") for line in divergent), check.output
-    assert "compiled's error is" in check.output and "ULP" in check.output  # the engine's own sentence, with its figures
+    assert (
+        "compiled's error is" in check.output and "ULP" in check.output
+    )  # the engine's own sentence, with its figures
 
 
 KERNELBENCH_FLOOR_DIVIDE = """import torch
@@ -64,10 +71,15 @@ def test_verbatim_and_kernelbench_programs_run_as_standalone_repros(tmp_path: Pa
     # -0.0 + 0.0 keeps its sign in a verbatim repro; 1.0 // 0.1 is 10 under Inductor in a KernelBench Model
     kernelbench = emit(KERNELBENCH_FLOOR_DIVIDE, CASES["floor_divide_off_by_one"].options.replace(device="cpu"))
     with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(verify, script, None, 300, tmp_path / name) for name, script in (("verbatim", _script("neg_zero_add_reciprocal")), ("kernelbench", kernelbench))]
+        runs = [
+            pool.submit(verify, script, None, 300, tmp_path / name)
+            for name, script in (("verbatim", _script("neg_zero_add_reciprocal")), ("kernelbench", kernelbench))
+        ]
     verbatim, model = (r.result() for r in runs)
     assert verbatim.reproduces and "DIVERGENT call0: out [inf]: " in verbatim.output, verbatim.output
-    assert model.reproduces and "DIVERGENT out [value]: " in model.output and "further from fp64" in model.output, model.output
+    assert model.reproduces and "DIVERGENT out [value]: " in model.output and "further from fp64" in model.output, (
+        model.output
+    )
 
 
 SCALAR_REMAINDER = """import torch
@@ -90,7 +102,9 @@ def test_a_scalar_eager_rounds_reproduces_and_verifies_only_the_signatures_leaf_
     # run; the repro asks eager which scalars it rounds, as the check does, and its fp64 run rounds them too
     script = emit(SCALAR_REMAINDER, CheckOptions(device="cpu"), seed=0)
     check = verify(script, None, 300, tmp_path / "a")
-    assert check.reproduces and "DIVERGENT out [value]: " in check.output and "1.7 -> 1.703125 (bfloat16)" in check.output, check.output
+    assert (
+        check.reproduces and "DIVERGENT out [value]: " in check.output and "1.7 -> 1.703125 (bfloat16)" in check.output
+    ), check.output
     assert shows(check.output, ("out", {"value"})) and not shows(check.output, ("out", {"nan"}))
 
 
@@ -115,14 +129,19 @@ def test_the_repro_judges_each_leaf_with_the_engines_rules() -> None:
     eager = torch.remainder(t, 0.7)
     reference = torch.remainder(t.double(), 0.69921875)
     leaves = {
-        "out[0]": (eager, torch.remainder(t.float(), 0.7).bfloat16()),  # one step off where eager is exact: the element rule
+        "out[0]": (
+            eager,
+            torch.remainder(t.float(), 0.7).bfloat16(),
+        ),  # one step off where eager is exact: the element rule
         "out[1]": (t.float() * 3, (t.double() * 3).float()),  # bit-identical
         "out[2]": (torch.zeros(4, 1), torch.zeros(1, 4).t()),  # a size-1 dimension's stride: not a difference
         "out[3]": (torch.ones(4, 3), torch.ones(3, 4).t()),  # a real one
     }
     refs = {"out[0]": reference, "out[1]": t.double() * 3}
     trace = harness["_judge"].faithful.Trace()  # type: ignore[attr-defined]
-    lines = harness["_compare"]({k: e for k, (e, _) in leaves.items()}, {k: c for k, (_, c) in leaves.items()}, refs, trace)  # type: ignore[operator]
+    lines = harness["_compare"](
+        {k: e for k, (e, _) in leaves.items()}, {k: c for k, (_, c) in leaves.items()}, refs, trace
+    )  # type: ignore[operator]
     expected = judge_values(value_metrics(eager, leaves["out[0]"][1], reference), strict=False, factor=2.0)
     assert lines[0] == f"out[0] [value]: {expected.explanation}"
     assert len(lines) == 2 and lines[1] == "out[3] [stride]: strides (3, 1) vs compiled (1, 4)", lines
@@ -131,7 +150,11 @@ def test_the_repro_judges_each_leaf_with_the_engines_rules() -> None:
 def test_verified_means_the_signatures_leaf_with_its_symptoms() -> None:
     output = "out[0]: benign: ...\nout[1]: divergent: ...\nDIVERGENT out[1] [nan, value]: 3 NaN position(s) differ\ntorch 2.13 - bug present\n"
     assert shows(output, None) and shows(output, ("out[1]", {"nan"})) and shows(output, ("out[1]", {"nan", "value"}))
-    assert not shows(output, ("out[0]", {"nan"})) and not shows(output, ("out[1]", {"stride"})) and not shows("no divergence", None)
+    assert (
+        not shows(output, ("out[0]", {"nan"}))
+        and not shows(output, ("out[1]", {"stride"}))
+        and not shows("no divergence", None)
+    )
 
 
 def test_a_leaf_a_graph_pass_renamed_verifies_by_its_symptoms_as_the_oracle_classifies() -> None:

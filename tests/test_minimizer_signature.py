@@ -24,7 +24,10 @@ def test_a_slip_to_dropout_is_refused(runner: Runner, tmp_path: Path) -> None:
     training = canonical(source.replace(".eval()", ""))
     slipped = canonical(training.replace("seconds // self.bucket", "seconds"))  # the floor division gone, dropout on
     # without `.eval()` the program still diverges as the user runs it (leaf `out`, symptom `value`, as before)
-    assert runner.check(training, CheckOptions(device="cpu", timeout_s=120), run_dir=tmp_path / "plain").verdict is Verdict.DIVERGENT
+    assert (
+        runner.check(training, CheckOptions(device="cpu", timeout_s=120), run_dir=tmp_path / "plain").verdict
+        is Verdict.DIVERGENT
+    )
     # refused twice over: dropout in training mode is another eval state, and candidates run with
     # fallback_random (the floor division survives it), under which the slipped program's masks agree
     outcomes = [outcome for outcome, _ in oracle.classify_many([training, slipped])]
@@ -40,4 +43,8 @@ def test_a_candidate_is_loaded_as_a_fresh_interpreter_loads_it(runner: Runner, t
     fresh = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert fresh.returncode == 1 and "TypeError: Callable must be used as Callable[[arg, ...], result]" in fresh.stderr
     result = runner.check(program, CheckOptions(device="cpu"), run_dir=tmp_path / "check")
-    assert result.error is not None and result.error.kind is ErrorKind.SNIPPET and "Callable must be used" in result.error.message
+    assert (
+        result.error is not None
+        and result.error.kind is ErrorKind.SNIPPET
+        and "Callable must be used" in result.error.message
+    )

@@ -7,21 +7,21 @@ from pathlib import Path
 
 from engine import CheckOptions, CheckResult, ErrorInfo, ErrorKind, LeafKind, LeafResult, Symptom, Verdict
 from minimizer.graph import rewrite_with_graph
-from minimizer.passes.nodes import graph_rewrite
 from minimizer.oracle import Outcome, Signature, classify, signature_of
-from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
 from minimizer.passes import delete_statements
+from minimizer.passes.nodes import graph_rewrite
+from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
 from minimizer.size import sort_key
 from minimizer.syntax import canonical, keeps_style
 
 GRAPH = (
-    'TRACED GRAPH\n ===== __compiled_fn_1 =====\nclass GraphModule(torch.nn.Module):\n'
+    "TRACED GRAPH\n ===== __compiled_fn_1 =====\nclass GraphModule(torch.nn.Module):\n"
     '    def forward(self, L_x_: "f32[6][1]cpu"):\n        l_x_ = L_x_\n\n'
-    '        # File: case.py:8 in forward, code: ...\n'
+    "        # File: case.py:8 in forward, code: ...\n"
     '        elu: "f32[6][1]cpu" = torch.nn.functional.elu(l_x_, alpha = 0.52)\n'
     '        zeros_like: "f32[6][1]cpu" = torch.zeros_like(l_x_);  l_x_ = None\n'
     '        div: "f32[6][1]cpu" = torch.div(elu, zeros_like);  elu = zeros_like = None\n'
-    '        return (div,)'
+    "        return (div,)"
 )
 MODULE_SOURCE = (
     "import torch\nimport torch.nn.functional as F\n\nclass Bug(torch.nn.Module):\n    def forward(self, x):\n"
@@ -41,7 +41,10 @@ def _result(*leaves: LeafResult, verdict: Verdict = Verdict.DIVERGENT) -> CheckR
 def test_the_graph_rewrite_flattens_a_module_into_straight_line_torch_code() -> None:
     problem = Problem(MODULE_SOURCE, PredicateOracle(lambda s: "elu" in s and "def inputs" in s))
     graph_rewrite(lambda source: (GRAPH,))(problem)
-    assert "class Bug" not in problem.current and "def fn(x):\n    elu = torch.nn.functional.elu(x, alpha=0.52)" in problem.current
+    assert (
+        "class Bug" not in problem.current
+        and "def fn(x):\n    elu = torch.nn.functional.elu(x, alpha=0.52)" in problem.current
+    )
 
 
 def test_the_graph_rewrite_is_not_proposed_for_several_graphs() -> None:
@@ -62,7 +65,9 @@ def test_a_different_symptom_is_not_interesting() -> None:
 
 def test_an_error_is_never_interesting() -> None:
     target = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
-    failed = CheckResult(verdict=Verdict.ERROR, explanation="", options=CheckOptions(), error=ErrorInfo(ErrorKind.EAGER, "boom"))
+    failed = CheckResult(
+        verdict=Verdict.ERROR, explanation="", options=CheckOptions(), error=ErrorInfo(ErrorKind.EAGER, "boom")
+    )
     assert classify(target, failed) is Outcome.ERROR
 
 
@@ -86,7 +91,9 @@ def test_the_best_candidate_is_checkpointed(tmp_path: Path) -> None:
 
 def test_should_stop_ends_a_reduction_before_the_next_oracle_batch() -> None:
     asked: list[str] = []
-    problem = Problem("a = 1\nb = 2\nprint(b)\n", PredicateOracle(lambda s: asked.append(s) is None), should_stop=lambda: True)
+    problem = Problem(
+        "a = 1\nb = 2\nprint(b)\n", PredicateOracle(lambda s: asked.append(s) is None), should_stop=lambda: True
+    )
     stats = Reducer([delete_statements]).run(problem)
     assert stats.budget_exhausted and not asked and problem.current == "a = 1\nb = 2\nprint(b)\n"
 
@@ -94,18 +101,24 @@ def test_should_stop_ends_a_reduction_before_the_next_oracle_batch() -> None:
 def test_candidates_that_lose_the_snippet_style_never_reach_the_oracle() -> None:
     source = "import torch\n\ndef fn(x):\n    return x\n\ndef inputs():\n    return (torch.ones(1),)\n"
     asked: list[str] = []
-    problem = Problem(source, PredicateOracle(lambda s: asked.append(s) is None and False), plausible=keeps_style(source))
+    problem = Problem(
+        source, PredicateOracle(lambda s: asked.append(s) is None and False), plausible=keeps_style(source)
+    )
     Reducer([delete_statements]).run(problem)
     assert asked and all("def fn" in s and "def inputs" in s for s in asked)
 
 
 def test_an_edit_the_oracle_refused_is_not_proposed_again_in_another_context() -> None:
     asked: list[str] = []
-    problem = Problem("a = 1\nb = 2\nc = 3\nprint(a, c)\n", PredicateOracle(lambda s: asked.append(s) is None and "a = 1" in s))
+    problem = Problem(
+        "a = 1\nb = 2\nc = 3\nprint(a, c)\n", PredicateOracle(lambda s: asked.append(s) is None and "a = 1" in s)
+    )
     assert problem.try_adopt("b = 2\nc = 3\nprint(2, c)\n") is False  # the edit: drop `a = 1`, change the print
     assert problem.try_adopt("a = 1\nc = 3\nprint(a, c)\n")  # adopted: another context
     asked.clear()
-    assert problem.try_adopt("c = 3\nprint(2, c)\n") is False and asked == []  # a different program, but not the same edit
+    assert (
+        problem.try_adopt("c = 3\nprint(2, c)\n") is False and asked == []
+    )  # a different program, but not the same edit
     assert problem.stats().skipped_edits == 1
 
 
@@ -151,7 +164,7 @@ def test_the_graph_tells_eval_mode_from_training_mode() -> None:
     graph = (
         'class GraphModule(torch.nn.Module):\n    def forward(self, L_x_: "f32[4][1]cpu"):\n        l_x_ = L_x_\n'
         '        floordiv: "f32[4][1]cpu" = l_x_ // 0.1\n        d: "f32[4][1]cpu" = torch.nn.functional.dropout(floordiv, 0.5, {training}, False)\n'
-        '        return (d,)'
+        "        return (d,)"
     )
     evaluating, training = read_graphs([graph.format(training=False)]), read_graphs([graph.format(training=True)])
     assert not evaluating.training_ops and not evaluating.random_ops and evaluating.ops == ("floor_divide", "dropout")
@@ -164,13 +177,20 @@ def test_the_title_leads_with_the_op_where_the_divergence_starts():
     result = CheckResult(verdict=Verdict.DIVERGENT, explanation="", options=CheckOptions(device="cpu"))
     starts = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE}), first_op="aten.remainder.Scalar")
     ops = ("abs", "amax", "add", "layer_norm", "remainder")
-    assert title(ops, starts, result) == "[inductor][cpu] `remainder`, `abs`, `amax`: torch.compile gives different values from eager"
+    assert (
+        title(ops, starts, result)
+        == "[inductor][cpu] `remainder`, `abs`, `amax`: torch.compile gives different values from eager"
+    )
     assert "`abs`, `amax`, `add`" in title(ops, Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE})), result)
 
 
 def _chain_graph(nodes: int) -> str:
     """A Dynamo graph of `nodes` sin calls in a row: what a loop over a layer unrolls to."""
-    lines = ['class GraphModule(torch.nn.Module):', '    def forward(self, L_x_: "f32[6][1]cpu"):', '        l_x_ = L_x_']
+    lines = [
+        "class GraphModule(torch.nn.Module):",
+        '    def forward(self, L_x_: "f32[6][1]cpu"):',
+        "        l_x_ = L_x_",
+    ]
     previous = "l_x_"
     for i in range(nodes):
         name = f"sin_{i}" if i else "sin"
@@ -189,7 +209,9 @@ def test_a_budget_that_runs_out_in_the_graph_paths_bisection_keeps_the_best_cut_
     )
     calls: list[str] = []
 
-    def diverges(candidate: str) -> bool:  # the divergence starts at the fourth sin; the budget ends in the second probe batch
+    def diverges(
+        candidate: str,
+    ) -> bool:  # the divergence starts at the fourth sin; the budget ends in the second probe batch
         calls.append(candidate)
         if len(calls) == 3:
             problem.deadline = time.monotonic() - 1

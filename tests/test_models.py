@@ -91,7 +91,9 @@ def _divergent_in_layout_only(r, cache_leaves: int, logits: tuple[Verdict, ...])
     cache = _cache_leaves(r)
     assert len(cache) == cache_leaves
     assert all(leaf.verdict is Verdict.DIVERGENT and leaf.symptoms[0] is Symptom.STRIDE for leaf in cache)
-    assert all(set(leaf.symptoms) <= {Symptom.STRIDE, Symptom.VALUE} for leaf in cache)  # values differ by noise, not judged apart
+    assert all(
+        set(leaf.symptoms) <= {Symptom.STRIDE, Symptom.VALUE} for leaf in cache
+    )  # values differ by noise, not judged apart
     assert all(leaf.verdict is not Verdict.DIVERGENT for leaf in r.leaves if leaf not in cache)
     assert r.leaf("out.logits").verdict in logits
     assert r.explanation.startswith("divergent: out.cache.") and "memory layout differs" in r.explanation
@@ -122,6 +124,10 @@ def test_a_decode_step_extends_its_own_copy_of_the_cache(check):
     r = check(DECODE_STEP)
     assert r.verdict in (Verdict.BENIGN, Verdict.MATCH), r.explanation
     mutated = [leaf for leaf in r.leaves if leaf.kind is LeafKind.MUTATED_INPUT]
-    assert [leaf.name for leaf in mutated] == [f"input args[1].layers[{i}].{kv}" for i in (0, 1) for kv in ("keys", "values")]
-    assert all(leaf.shape == leaf.compiled_shape == (2, 2, 13, 16) for leaf in mutated)  # 12 prompt tokens + 1, once each
+    assert [leaf.name for leaf in mutated] == [
+        f"input args[1].layers[{i}].{kv}" for i in (0, 1) for kv in ("keys", "values")
+    ]
+    assert all(
+        leaf.shape == leaf.compiled_shape == (2, 2, 13, 16) for leaf in mutated
+    )  # 12 prompt tokens + 1, once each
     assert r.leaf("out").max_abs < 1e-5

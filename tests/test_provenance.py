@@ -65,7 +65,9 @@ def assert_fused(result: CheckResult, kind: str) -> None:
     assert {n.name: n.line for n in prov.nodes} == {"mul": 5, "add": 6, "relu": 7}
     source = result.code.output_code[0].source.splitlines()
     first, last = kernel.wrapper_spans[0]
-    assert source[first - 1].startswith(f"{name} = async_compile.") and any(f"{name}(" in source[a - 1] or f"{name}.run(" in source[a - 1] for a, _ in kernel.wrapper_spans[1:])
+    assert source[first - 1].startswith(f"{name} = async_compile.") and any(
+        f"{name}(" in source[a - 1] or f"{name}.run(" in source[a - 1] for a, _ in kernel.wrapper_spans[1:]
+    )
 
 
 def assert_two(result: CheckResult, kind: str) -> None:
@@ -103,7 +105,12 @@ def test_cpp_two_kernels_each_line_on_its_own(check):
 
 @pytest.mark.slow
 def test_backward_kernels_have_lines_though_torch_maps_no_nodes(check):
-    result = check(TWO.replace("torch.randn(8, 16), torch.randn(16, 4)", "torch.randn(8, 16, requires_grad=True), torch.randn(16, 4)"), backward=True)
+    result = check(
+        TWO.replace(
+            "torch.randn(8, 16), torch.randn(16, 4)", "torch.randn(8, 16, requires_grad=True), torch.randn(16, 4)"
+        ),
+        backward=True,
+    )
     backward = next(o for o in result.code.output_code if o.label.endswith("backward"))
     assert backward.provenance.status == TRACKED and "no kernel -> FX node map" in backward.provenance.reason
     assert {s.line for k in backward.provenance.kernels for s in k.lines} <= {5, 6, 7}
@@ -129,10 +136,18 @@ def test_a_stale_record_is_refused_not_shown():
     """Lines torch recorded for another version of the program (a cache entry) must not be shown as this one's."""
     wrapper = "cpp_fused_relu_0 = async_compile.cpp_pybinding([], r'''\nvoid kernel() {}\n''')\n\ndef call(args):\n    # [Provenance debug handles] cpp_fused_relu_0:1\n    cpp_fused_relu_0(buf0)\n"
     trace = '  File "snippet.py", line 2, in fn\n    return torch.relu(x)\n           ^^^^^^^^^^^^^\n'
-    artifacts = Artifacts(stack_traces={"cpp_fused_relu_0:1": [trace]}, node_mappings={"cppCodeToPost": {"cpp_fused_relu_0:1": ["relu"]}})
+    artifacts = Artifacts(
+        stack_traces={"cpp_fused_relu_0:1": [trace]}, node_mappings={"cppCodeToPost": {"cpp_fused_relu_0:1": ["relu"]}}
+    )
     fresh = build(wrapper, ["cpp_fused_relu_0"], artifacts, "snippet.py", "def fn(x):\n    return torch.relu(x)\n")
-    assert fresh.status == TRACKED and fresh.kernels[0].line_numbers == (2,) and fresh.kernels[0].wrapper_spans == ((1, 3), (7, 7))
-    stale = build(wrapper, ["cpp_fused_relu_0"], artifacts, "snippet.py", "# moved\ndef fn(x):\n    return torch.relu(x)\n")
+    assert (
+        fresh.status == TRACKED
+        and fresh.kernels[0].line_numbers == (2,)
+        and fresh.kernels[0].wrapper_spans == ((1, 3), (7, 7))
+    )
+    stale = build(
+        wrapper, ["cpp_fused_relu_0"], artifacts, "snippet.py", "# moved\ndef fn(x):\n    return torch.relu(x)\n"
+    )
     assert stale.status == UNKNOWN and "do not match this program" in stale.reason and not stale.kernels[0].lines
     assert stale.kernels[0].nodes == ("relu",)  # the graph-level map stays true
     assert build(wrapper, ["cpp_fused_relu_0"], None, "snippet.py", "").status == UNKNOWN

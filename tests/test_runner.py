@@ -28,7 +28,9 @@ def test_progress_stages_arrive_in_order_and_account_for_every_second(runner, tm
     order = ["starting worker", "loading", "eager", "compiling", "fp64 reference", "comparing", "saving", "done"]
     assert [s for s in seen if s in order] == order, seen
     assert set(order[:-1]) | {"finishing"} <= set(result.stage_seconds)
-    assert sum(result.stage_seconds.values()) == pytest.approx(wall, abs=0.1)  # the worker's start and the result's reading too
+    assert sum(result.stage_seconds.values()) == pytest.approx(
+        wall, abs=0.1
+    )  # the worker's start and the result's reading too
     assert CheckResult.load(tmp_path).stage_seconds == result.stage_seconds
 
 

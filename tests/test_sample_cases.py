@@ -18,14 +18,37 @@ from app.gallery import load_cases, minor_version
 from tests.reference_metrics import stored_figures_disagree
 
 CASES, PROBLEMS = load_cases()
-PINNED = re.search(r"^torch==(\S+)", (Path(__file__).resolve().parents[1] / "constraints.txt").read_text(), re.M).group(1)
+PINNED = re.search(r"^torch==(\S+)", (Path(__file__).resolve().parents[1] / "constraints.txt").read_text(), re.M).group(
+    1
+)
 RUNS = [
-    pytest.param(case, options, expected, measured, id=f"{case.slug}{'' if n == 0 else f'-variant{n}'}", marks=[pytest.mark.slow] if case.slow else [])
+    pytest.param(
+        case,
+        options,
+        expected,
+        measured,
+        id=f"{case.slug}{'' if n == 0 else f'-variant{n}'}",
+        marks=[pytest.mark.slow] if case.slow else [],
+    )
     for case in CASES
     for n, (options, expected, measured) in enumerate(
         [
-            (case.options, {"cpu": (case.expected_cpu, case.expected_cpu_torch), "cuda": (case.expected_cuda, case.expected_cuda_torch)}, case.measured_cpu),
-            *((v.options, {"cpu": (v.expected_cpu, v.expected_cpu_torch), "cuda": (v.expected_cuda, v.expected_cuda_torch)}, ()) for v in case.variants),
+            (
+                case.options,
+                {
+                    "cpu": (case.expected_cpu, case.expected_cpu_torch),
+                    "cuda": (case.expected_cuda, case.expected_cuda_torch),
+                },
+                case.measured_cpu,
+            ),
+            *(
+                (
+                    v.options,
+                    {"cpu": (v.expected_cpu, v.expected_cpu_torch), "cuda": (v.expected_cuda, v.expected_cuda_torch)},
+                    (),
+                )
+                for v in case.variants
+            ),
         ]
     )
 ]
@@ -48,7 +71,12 @@ def test_every_measured_figure_in_a_cases_text_is_a_checked_placeholder():
 def test_gallery_has_what_the_workshop_needs():
     kinds = [c.kind for c in CASES]
     assert len(CASES) >= 24
-    assert kinds.count("real-bug") >= 8 and kinds.count("benign") >= 4 and kinds.count("precision-cast") >= 3 and "rng" in kinds
+    assert (
+        kinds.count("real-bug") >= 8
+        and kinds.count("benign") >= 4
+        and kinds.count("precision-cast") >= 3
+        and "rng" in kinds
+    )
     assert all(c.expected_cpu_torch for c in CASES), "every CPU expectation is measured (CI runs them all)"
     assert not PROBLEMS
 
@@ -71,8 +99,10 @@ def _expect(result, case, device: str, expected) -> None:
     if result.verdict is verdict:
         return
     where = f"measured on torch {measured_on}" if measured_on else "never measured"
-    message = (f"{case.slug}: expected_{device} = {verdict.value} was {where}; torch {torch.__version__} gives "
-               f"{result.verdict.value}: {result.explanation[:300]}")
+    message = (
+        f"{case.slug}: expected_{device} = {verdict.value} was {where}; torch {torch.__version__} gives "
+        f"{result.verdict.value}: {result.explanation[:300]}"
+    )
     if binds(measured_on, torch.__version__):
         pytest.fail(message)
     pytest.xfail(message)
@@ -83,9 +113,12 @@ def _figures(result, case, measured, measured_on: str | None) -> None:
     import torch
 
     leaves = {l.name: l for l in result.leaves}
-    wrong = [f"{m.name} ({m.leaf} {m.figure}): the text says {m.value!r}, torch {torch.__version__} measures "
-             f"{getattr(leaves[m.leaf], m.figure) if m.leaf in leaves else 'no such leaf'!r}"
-             for m in measured if m.leaf not in leaves or not m.matches(getattr(leaves[m.leaf], m.figure))]
+    wrong = [
+        f"{m.name} ({m.leaf} {m.figure}): the text says {m.value!r}, torch {torch.__version__} measures "
+        f"{getattr(leaves[m.leaf], m.figure) if m.leaf in leaves else 'no such leaf'!r}"
+        for m in measured
+        if m.leaf not in leaves or not m.matches(getattr(leaves[m.leaf], m.figure))
+    ]
     if not wrong:
         return
     message = f"{case.slug}: " + "; ".join(wrong)

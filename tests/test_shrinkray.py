@@ -17,7 +17,7 @@ from minimizer.reducer import PredicateOracle, Problem
 from minimizer.shrinkray import InstallError, find_python312, install_shrinkray
 
 VENV = Path(__file__).resolve().parent.parent / ".cache" / "shrinkray-venv"  # kept between local runs
-PROGRAM = '''import math
+PROGRAM = """import math
 import torch
 
 
@@ -32,7 +32,7 @@ def fn(x):
     y = helper(x)
     z = torch.erf(y) + math.pi
     return z
-'''
+"""
 
 
 def bug_still_there(candidate: str) -> bool:
@@ -45,15 +45,21 @@ def shrinkray() -> str:
     if not executable.exists():
         if find_python312() is None:
             pytest.skip("no Python >= 3.12 here to install shrinkray with")
-        done = subprocess.run([sys.executable, "-m", "app.cli.main", "install-shrinkray", "--venv", str(VENV)],
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-m", "app.cli.main", "install-shrinkray", "--venv", str(VENV)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"DIVERGENCE_SHRINKRAY={executable}" in done.stdout
     return str(executable)
 
 
 @pytest.mark.slow
-def test_the_polish_adopts_what_shrinkray_reaches_asking_our_oracle(shrinkray: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_polish_adopts_what_shrinkray_reaches_asking_our_oracle(
+    shrinkray: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DIVERGENCE_SHRINKRAY", shrinkray)
     asked: list[str] = []
 

@@ -14,7 +14,7 @@ from engine import LeafKind, Symptom, Verdict
 from engine.child import casting, derive
 from engine.child.leaves import dense, layout_of
 
-SPARSE_IN_OUT = '''
+SPARSE_IN_OUT = """
 import torch
 
 
@@ -25,10 +25,10 @@ def fn(a, b):
 def inputs():
     a = torch.randn(4, 5).relu().to_sparse_csr()
     return a, torch.randn(5, 3)
-'''
+"""
 
 # eager returns a CSR tensor, compiled the same values dense: Dynamo traces `is_compiling()` as True
-LAYOUT_DIFFERS = '''
+LAYOUT_DIFFERS = """
 import torch
 
 
@@ -39,9 +39,9 @@ def fn(x):
 
 def inputs():
     return (torch.randn(4, 5).relu(),)
-'''
+"""
 
-SPARSE_WRITTEN = '''
+SPARSE_WRITTEN = """
 import torch
 
 
@@ -62,7 +62,7 @@ def inputs():
 
 
 fn = Graph()
-'''
+"""
 
 
 def test_a_sparse_input_returned_as_an_output_is_compared_dense_and_names_its_layout(check):

@@ -17,7 +17,15 @@ from engine.judge.verdicts import LeafKind, Symptom, Verdict
 
 
 def _settings() -> CallSettings:
-    return CallSettings(strict=False, factor=2.0, noise_ulps=32.0, backward=False, fp64_reference=True, max_stored_elements=1 << 20, emit=lambda stage: None)
+    return CallSettings(
+        strict=False,
+        factor=2.0,
+        noise_ulps=32.0,
+        backward=False,
+        fp64_reference=True,
+        max_stored_elements=1 << 20,
+        emit=lambda stage: None,
+    )
 
 
 def test_buffers_are_copied_and_parameters_above_the_limit_watched():
@@ -56,7 +64,9 @@ class WritesItsWeight(torch.nn.Module):
 def test_eager_writing_a_watched_parameter_is_refused_with_the_reason(monkeypatch):
     monkeypatch.setattr(state_module, "COPIED_PARAMETER_BYTES", 0)
     model = WritesItsWeight()
-    with pytest.raises(StageError, match=r"wrote to self\.lin\.weight in place when run eagerly.*buffers are always copied"):
+    with pytest.raises(
+        StageError, match=r"wrote to self\.lin\.weight in place when run eagerly.*buffers are always copied"
+    ):
         compare_call(model, model, (torch.randn(2, 4),), {}, 0, _settings())
 
 
@@ -78,7 +88,9 @@ def test_compiled_writing_a_watched_parameter_is_a_divergent_state_leaf(monkeypa
         return run
 
     torch._dynamo.reset()
-    outcome, _ = compare_call(model, torch.compile(model, backend=writes_a_parameter), (torch.randn(8, 4),), {}, 0, _settings())
+    outcome, _ = compare_call(
+        model, torch.compile(model, backend=writes_a_parameter), (torch.randn(8, 4),), {}, 0, _settings()
+    )
     leaves = {leaf.name: leaf for leaf in outcome.leaves}
     written = leaves["state self.0.weight"]
     assert (written.kind, written.verdict, written.symptoms) == (LeafKind.STATE, Verdict.DIVERGENT, (Symptom.MUTATION,))

@@ -19,7 +19,9 @@ from tests import reference_metrics
 RMS_FIELDS = {"ref_rms", "eager_ref_rms", "compiled_ref_rms"}  # sums in another order: relative 1e-12
 
 
-def noisy(shape: tuple[int, ...], dtype: torch.dtype = torch.float32, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def noisy(
+    shape: tuple[int, ...], dtype: torch.dtype = torch.float32, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Reassociation-like noise on a third of the elements, one bad region, and a NaN, an inf, a signed zero,
     a NaN on both sides and ties of the worst values across chunks."""
     g = torch.Generator().manual_seed(seed)
@@ -80,12 +82,18 @@ def test_metrics_equal_the_whole_tensor_reference_and_summaries_what_the_app_com
         theirs = hm.heatmap(stored, metric, spec, dtype=dtype).pooled
         assert mine is not None and theirs.pooled and mine.block == theirs.block and mine.shape == theirs.shape
         assert np.array_equal(mine.value, theirs.value, equal_nan=True), metric
-        assert np.array_equal(mine.worst_row, theirs.worst_row) and np.array_equal(mine.worst_col, theirs.worst_col), metric
+        assert np.array_equal(mine.worst_row, theirs.worst_row) and np.array_equal(mine.worst_col, theirs.worst_col), (
+            metric
+        )
         sliced = hm.take_slice(stored, spec)
         for key, values in (mine.hover or {}).items():
             assert np.array_equal(values, sliced[key][mine.worst_row, mine.worst_col], equal_nan=True), (metric, key)
-        assert repr(hm.summary_worst(summary, metric, shape, dtype)) == repr(hm.worst_elements(stored, metric, 10, dtype)), metric  # NaN values too
-    assert np.array_equal(summary["histogram"], hm.ulp_counts(arrays["ulp"], hm.bits_identical(arrays["eager"], arrays["compiled"])))
+        assert repr(hm.summary_worst(summary, metric, shape, dtype)) == repr(
+            hm.worst_elements(stored, metric, 10, dtype)
+        ), metric  # NaN values too
+    assert np.array_equal(
+        summary["histogram"], hm.ulp_counts(arrays["ulp"], hm.bits_identical(arrays["eager"], arrays["compiled"]))
+    )
 
 
 def test_a_small_leaf_has_no_pooled_map_but_its_worst_elements():

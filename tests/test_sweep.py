@@ -20,8 +20,8 @@ from streamlit.testing.v1 import AppTest
 from app.sweep.corpus import CorpusError, find_programs
 from app.sweep.local_pool import LocalPool
 from app.sweep.matrix import MatrixError, cells, parse_axis
-from app.sweep.state import STATE_FILE, SweepState
 from app.sweep.orchestrator import SweepConfig, plan, run_sweep
+from app.sweep.state import STATE_FILE, SweepState
 from engine import Runner
 from engine.runner import descendants
 from tests.conftest import REPO
@@ -35,19 +35,41 @@ def _program(body: str, head: str = "") -> str:
 
 def test_the_matrix_multiplies_programs_and_bad_axes_say_what_is_wrong(tmp_path: Path) -> None:
     (tmp_path / "kb").mkdir()
-    (tmp_path / "kb" / "1_relu.py").write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
-                                              "def get_inputs():\n    return [torch.randn(4)]\n")
+    (tmp_path / "kb" / "1_relu.py").write_text(
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+        "def get_inputs():\n    return [torch.randn(4)]\n"
+    )
     (tmp_path / "kb" / "helpers.py").write_text("SCALE = 2\n")  # in a directory, not a program: skipped, and said so
     (tmp_path / "a.py").write_text(_program("x * 2"))
-    (tmp_path / "a.toml").write_text('title = "a"\n[options]\ndtype = "bf16"\n')  # a gallery-style .toml: the program's base options
-    axes = (parse_axis("backend=inductor,aot_eager"), parse_axis("config.fallback_random=True,False"), parse_axis("dtype=none,fp16"))
+    (tmp_path / "a.toml").write_text(
+        'title = "a"\n[options]\ndtype = "bf16"\n'
+    )  # a gallery-style .toml: the program's base options
+    axes = (
+        parse_axis("backend=inductor,aot_eager"),
+        parse_axis("config.fallback_random=True,False"),
+        parse_axis("dtype=none,fp16"),
+    )
     specs, corpus, n_cells = plan(SweepConfig(paths=(str(tmp_path / "*.py"), str(tmp_path / "kb")), axes=axes[:2]))
     assert n_cells == 4 and len(specs) == 8 and len({s.key for s in specs}) == 8
-    assert [s.name for s in specs[:4]] == ["a.py"] * 4 and specs[0].options.dtype == "bf16" and specs[4].options.dtype is None
-    assert specs[1].label == "backend=inductor config.fallback_random=False" and specs[1].options.inductor_config == {"fallback_random": False}
+    assert (
+        [s.name for s in specs[:4]] == ["a.py"] * 4
+        and specs[0].options.dtype == "bf16"
+        and specs[4].options.dtype is None
+    )
+    assert specs[1].label == "backend=inductor config.fallback_random=False" and specs[1].options.inductor_config == {
+        "fallback_random": False
+    }
     assert len(corpus.skipped) == 1 and "helpers.py" in corpus.skipped[0]
-    assert cells(axes)[-1].apply({"dtype": "bf16"}).dtype == "fp16" and cells(axes)[0].apply({"dtype": "bf16"}).dtype is None
-    for bad, says in [("backend=inductr", "expected one of"), ("colour=red", "unknown option"), ("dynamic=maybe", "true or false"), ("seeds", "KEY=V1")]:
+    assert (
+        cells(axes)[-1].apply({"dtype": "bf16"}).dtype == "fp16"
+        and cells(axes)[0].apply({"dtype": "bf16"}).dtype is None
+    )
+    for bad, says in [
+        ("backend=inductr", "expected one of"),
+        ("colour=red", "unknown option"),
+        ("dynamic=maybe", "true or false"),
+        ("seeds", "KEY=V1"),
+    ]:
         with pytest.raises(MatrixError, match=says):
             parse_axis(bad)
     with pytest.raises(CorpusError, match="no such file"):
@@ -59,7 +81,12 @@ def test_ray_and_report_take_a_program_path_back_when_they_are_given_one() -> No
     from app.cli.sweep import untangle
 
     for argv, paths, ray, report in [
-        (["--ray", "sample_cases"], ["sample_cases"], "local", None),  # `--ray PATH`: PATH is a program, Ray a local instance
+        (
+            ["--ray", "sample_cases"],
+            ["sample_cases"],
+            "local",
+            None,
+        ),  # `--ray PATH`: PATH is a program, Ray a local instance
         (["--ray", "10.0.0.1:6379", "sample_cases"], ["sample_cases"], "10.0.0.1:6379", None),
         (["--report", "sample_cases"], ["sample_cases"], None, True),
         (["sample_cases", "--report", "out.html"], ["sample_cases"], None, "out.html"),
@@ -156,15 +183,26 @@ def inputs():
 
 
 @pytest.fixture(scope="module")
-def minimized_sweep(tmp_path_factory: pytest.TempPathFactory, divergence_home: Path, inductor_cache: Path, runner: Runner):  # type: ignore[no-untyped-def]
+def minimized_sweep(
+    tmp_path_factory: pytest.TempPathFactory, divergence_home: Path, inductor_cache: Path, runner: Runner
+):  # type: ignore[no-untyped-def]
     """Two programs with the same floor-division bug (different code, different output names) and one erf bug, with --minimize."""
     corpus = tmp_path_factory.mktemp("bugs")
     (corpus / "bucket_encoder.py").write_text(BUCKETS)
     for case in ("floor_divide_off_by_one", "erf_small_vectorized"):
         (corpus / f"{case}.py").write_text((CASES / f"{case}.py").read_text())
     # the sweep's directory inside the corpus: its own files (snippets, repros) must not become programs of a re-run
-    config = SweepConfig(paths=(str(corpus),), sweep_dir=corpus / "bug-hunt", minimize=True, minimize_budget_s=15, minimize_max=1, shrinkray=False,
-                         ablation=False, cache_dir=inductor_cache, report=corpus / "bug-hunt" / "report.html")
+    config = SweepConfig(
+        paths=(str(corpus),),
+        sweep_dir=corpus / "bug-hunt",
+        minimize=True,
+        minimize_budget_s=15,
+        minimize_max=1,
+        shrinkray=False,
+        ablation=False,
+        cache_dir=inductor_cache,
+        report=corpus / "bug-hunt" / "report.html",
+    )
     return config, run_sweep(config, pool=LocalPool(runner=runner))  # the session's warm worker
 
 
@@ -173,19 +211,25 @@ def test_minimize_shrinks_each_bug_once_however_many_programs_show_it(minimized_
     config, summary = minimized_sweep
     rows = {r.name: r for r in summary.jobs}
     assert {r.verdict for r in rows.values()} == {"divergent"} and summary.exit_code == 1
-    assert rows["bucket_encoder.py"].bug == rows["floor_divide_off_by_one.py"].bug != rows["erf_small_vectorized.py"].bug
+    assert (
+        rows["bucket_encoder.py"].bug == rows["floor_divide_off_by_one.py"].bug != rows["erf_small_vectorized.py"].bug
+    )
     bugs = {b.id: b for b in summary.bugs}
     floor, erf = bugs[rows["floor_divide_off_by_one.py"].bug or ""], bugs[rows["erf_small_vectorized.py"].bug or ""]
     assert len(bugs) == 2 and "aten.div" in floor.description and "aten.erf" in erf.description
     assert floor.representative == rows["floor_divide_off_by_one.py"].key  # the smaller of its two programs
     # --minimize-max 1: the bug two jobs show is minimized, the other waits for the next run
     assert floor.status == "done" and "repro verified in a fresh process" in (floor.message or ""), floor
-    assert floor.repro and Path(floor.repro).is_file() and floor.tokens_after is not None  # how far it shrinks is the minimizer's tests' business
+    assert (
+        floor.repro and Path(floor.repro).is_file() and floor.tokens_after is not None
+    )  # how far it shrinks is the minimizer's tests' business
     assert (Path(floor.repro).parent / "minimized.py").is_file()
     assert erf.status == "queued" and erf.repro is None
     html = (config.sweep_dir / "report.html").read_text()
     assert html.count('<tr data-v="divergent">') == 3 and floor.description in html and "repro.py" in html
-    again = run_sweep(SweepConfig(**{**config.__dict__, "minimize_max": 0}))  # (and no pool is started: nothing to run)  # nothing is checked again, no done bug minimized again
+    again = run_sweep(
+        SweepConfig(**{**config.__dict__, "minimize_max": 0})
+    )  # (and no pool is started: nothing to run)  # nothing is checked again, no done bug minimized again
     assert again.ran == 0 and [(b.id, b.finished) for b in again.bugs] == [(b.id, b.finished) for b in summary.bugs]
     assert len(again.jobs) == 3  # and the sweep's own directory inside the corpus added no program
 
@@ -211,8 +255,13 @@ def test_the_sweeps_page_lists_counts_bugs_and_jobs_and_opens_a_run(minimized_sw
     at.text_input(key="sweep_filter").input("bucket").run()
     assert list(at.dataframe[1].value["program"]) == ["bucket_encoder.py"]
 
-    check_page = AppTest.from_file(str(REPO / "app" / "web" / "main.py"), default_timeout=60)  # the link: the check page with ?run=
+    check_page = AppTest.from_file(
+        str(REPO / "app" / "web" / "main.py"), default_timeout=60
+    )  # the link: the check page with ?run=
     check_page.query_params["run"] = summary.jobs[0].run_id
     check_page.run()
     assert not check_page.exception
-    assert any(e.value.startswith("**Verdict: DIVERGENT**") for e in [*check_page.success, *check_page.warning, *check_page.error])
+    assert any(
+        e.value.startswith("**Verdict: DIVERGENT**")
+        for e in [*check_page.success, *check_page.warning, *check_page.error]
+    )

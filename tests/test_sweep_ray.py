@@ -13,16 +13,16 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from app.store import RunStore
 from app.sweep.local_pool import LocalPool
 from app.sweep.matrix import parse_axis
-from app.sweep.state import severity_rank
 from app.sweep.orchestrator import SweepConfig, run_sweep
+from app.sweep.state import severity_rank
 from engine import Runner
 from engine.result import CheckResult
 from tests.conftest import REPO
@@ -30,7 +30,13 @@ from tests.conftest import REPO
 ray = pytest.importorskip("ray")
 
 # fast cases of the gallery in its three snippet styles: divergent, benign, a bf16 case (its .toml casts) that is precision-cast
-GALLERY = ("floor_divide_off_by_one", "sum_reduction_order", "bf16_muladd_chain", "layernorm_gelu_kernelbench", "neg_zero_add_reciprocal")
+GALLERY = (
+    "floor_divide_off_by_one",
+    "sum_reduction_order",
+    "bf16_muladd_chain",
+    "layernorm_gelu_kernelbench",
+    "neg_zero_add_reciprocal",
+)
 ACTOR_OF = """
 import os
 
@@ -62,12 +68,20 @@ def _verdicts(summary) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_ray_actors_and_the_local_pool_agree_on_the_gallery(ray_instance: None, tmp_path: Path, inductor_cache: Path, runner: Runner) -> None:
+def test_ray_actors_and_the_local_pool_agree_on_the_gallery(
+    ray_instance: None, tmp_path: Path, inductor_cache: Path, runner: Runner
+) -> None:
     paths = tuple(str(REPO / "sample_cases" / f"{case}.py") for case in GALLERY)
-    config = SweepConfig(paths=paths, axes=(parse_axis("backend=inductor,aot_eager"),), slots=2, cache_dir=inductor_cache)
-    local = run_sweep(SweepConfig(**{**config.__dict__, "sweep_dir": tmp_path / "local"}), pool=LocalPool(runner=runner))  # 2 at a time
+    config = SweepConfig(
+        paths=paths, axes=(parse_axis("backend=inductor,aot_eager"),), slots=2, cache_dir=inductor_cache
+    )
+    local = run_sweep(
+        SweepConfig(**{**config.__dict__, "sweep_dir": tmp_path / "local"}), pool=LocalPool(runner=runner)
+    )  # 2 at a time
     # ship_runs: the actors send each run back as an archive, as an actor on another node does
-    on_ray = run_sweep(SweepConfig(**{**config.__dict__, "sweep_dir": tmp_path / "ray", "ray": "local", "ship_runs": True}))
+    on_ray = run_sweep(
+        SweepConfig(**{**config.__dict__, "sweep_dir": tmp_path / "ray", "ray": "local", "ship_runs": True})
+    )
     assert "Ray actors" in on_ray.pool and len(on_ray.jobs) == 2 * len(GALLERY)
     assert _verdicts(on_ray) == _verdicts(local)
     assert {"divergent", "benign"} <= set(_verdicts(local).values()) and "error" not in _verdicts(local).values()
@@ -83,7 +97,9 @@ def test_ray_actors_and_the_local_pool_agree_on_the_gallery(ray_instance: None, 
 
 
 @pytest.mark.slow
-def test_a_segfault_a_hang_and_a_killed_actor_end_as_errors_while_the_rest_finish(ray_instance: None, tmp_path: Path, divergence_home: Path) -> None:
+def test_a_segfault_a_hang_and_a_killed_actor_end_as_errors_while_the_rest_finish(
+    ray_instance: None, tmp_path: Path, divergence_home: Path
+) -> None:
     marker = f"ACTOR-{uuid.uuid4().hex[:8]}="
     programs = {
         "segfault": "import ctypes\nimport torch\nctypes.string_at(0)\n",
@@ -114,16 +130,28 @@ def test_a_segfault_a_hang_and_a_killed_actor_end_as_errors_while_the_rest_finis
     killer = threading.Thread(target=kill_once, daemon=True)
     killer.start()
     try:
-        summary = run_sweep(SweepConfig(paths=(str(corpus),), base_options={"backend": "aot_eager", "timeout_s": 8.0}, slots=2,
-                                        sweep_dir=tmp_path / "sweep", ray="local"))
+        summary = run_sweep(
+            SweepConfig(
+                paths=(str(corpus),),
+                base_options={"backend": "aot_eager", "timeout_s": 8.0},
+                slots=2,
+                sweep_dir=tmp_path / "sweep",
+                ray="local",
+            )
+        )
     finally:
         stop.set()
         killer.join()
     rows = {r.name.removesuffix(".py"): r for r in summary.jobs}
-    assert (rows["segfault"].verdict, rows["segfault"].error_kind) == ("error", "crash") and "SIGSEGV" in (rows["segfault"].explanation or "")
+    assert (rows["segfault"].verdict, rows["segfault"].error_kind) == ("error", "crash") and "SIGSEGV" in (
+        rows["segfault"].explanation or ""
+    )
     assert (rows["hang"].verdict, rows["hang"].error_kind) == ("error", "timeout")
     dead = rows["kills_its_actor"]
-    assert (dead.verdict, dead.error_kind) == ("error", "crash") and "Ray actor running this check died on each of its 2 attempts" in (dead.explanation or "")
+    assert (dead.verdict, dead.error_kind) == (
+        "error",
+        "crash",
+    ) and "Ray actor running this check died on each of its 2 attempts" in (dead.explanation or "")
     assert CheckResult.load(Path(dead.run_dir or "")).verdict.value == "error"  # stored like any run
     assert rows["fine"].verdict == "match"
     lost = rows["loses_its_actor"]

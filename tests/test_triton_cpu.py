@@ -25,7 +25,9 @@ def triton_runner(divergence_home: Path, inductor_cache: Path):
 
 def triton_pass(runner, triton_runner, tmp_path, source, **options):
     main = runner.check(source, CheckOptions(), run_dir=tmp_path)
-    attached = with_triton_cpu_pass(main, source, CheckOptions(triton_cpu=True, **options), "snippet.py", runner=triton_runner)
+    attached = with_triton_cpu_pass(
+        main, source, CheckOptions(triton_cpu=True, **options), "snippet.py", runner=triton_runner
+    )
     return main, attached.load_triton_cpu()
 
 
@@ -49,7 +51,9 @@ def test_a_kernel_the_interpreter_cannot_run_is_reported_with_its_source(runner,
 
 def test_large_inputs_give_the_source_only(runner, triton_runner, tmp_path):
     _, tri = triton_pass(runner, triton_runner, tmp_path, BIG, triton_interpret_max_elements=100_000)
-    assert tri.error.kind is ErrorKind.OPTIONS and tri.error.message.startswith("Triton source only: the inputs hold 262,144 elements")
+    assert tri.error.kind is ErrorKind.OPTIONS and tri.error.message.startswith(
+        "Triton source only: the inputs hold 262,144 elements"
+    )
     assert "0 compatible backends" not in tri.error.message  # the kernels compiled; they were just not run
     assert any(k.language == "triton" and "tl.sum" in k.source for o in tri.code.output_code for k in o.kernels)
 

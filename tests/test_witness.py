@@ -9,11 +9,14 @@ import engine
 from engine import Verdict, Witness
 from engine.child.faithful import FaithfulMode, trace_eager
 
+
 def test_eager_is_asked_which_scalars_it_rounds():
     x = (torch.randn(64) * 3).bfloat16()
     trace = trace_eager(lambda: (torch.fmod(x, 0.3), x * 0.3, torch.remainder(x, 0.5)))
     # fmod rounds 0.3 to bf16's 0.30078125 (it matters); mul computes with 0.3 in fp32; 0.5 is exact
-    assert [(r.op, r.value, r.rounded, r.dtype) for r in trace.roundings] == [("aten.fmod.Scalar", 0.3, 0.30078125, "bfloat16")]
+    assert [(r.op, r.value, r.rounded, r.dtype) for r in trace.roundings] == [
+        ("aten.fmod.Scalar", 0.3, 0.30078125, "bfloat16")
+    ]
     assert "0.3 -> 0.30078125 (bfloat16) in aten.fmod.Scalar" in trace.describe()
 
 
@@ -36,20 +39,31 @@ def test_the_faithful_run_rounds_those_scalars_and_replays_the_draws():
     mode = FaithfulMode(trace)
     with mode:
         faithful = fn(x.double())
-    assert trace.random_ops == {"aten.native_dropout.default": 1, "aten.rand_like.default": 1, "aten.bernoulli_.float": 1}
+    assert trace.random_ops == {
+        "aten.native_dropout.default": 1,
+        "aten.rand_like.default": 1,
+        "aten.bernoulli_.float": 1,
+    }
     assert not mode.unmatched
     # the plain fp64 run draws other numbers and divides by 0.3: far from eager; the faithful one is eager unrounded
     assert (eager - plain).abs().max() > 0.5
-    assert eager.abs().max() < 16 and (eager - faithful).abs().max() <= 0.125  # eager's bf16 adds round: two ULPs below 16
+    assert (
+        eager.abs().max() < 16 and (eager - faithful).abs().max() <= 0.125
+    )  # eager's bf16 adds round: two ULPs below 16
 
 
 def test_a_python_scalar_rounded_in_eager_but_not_by_inductor_is_divergent(runner, tmp_path):
     # pytorch#186875: eager divides by bf16(0.3) = 0.30078125, Inductor by 0.3 (compiled is closer to plain fp64)
     torch.manual_seed(0)
-    r = engine.check(lambda x: torch.remainder(x, 0.3), ((torch.randn(16) * 3).bfloat16(),), runner=runner, run_dir=tmp_path)
+    r = engine.check(
+        lambda x: torch.remainder(x, 0.3), ((torch.randn(16) * 3).bfloat16(),), runner=runner, run_dir=tmp_path
+    )
     leaf = r.leaf("out")
     assert r.verdict is Verdict.DIVERGENT and leaf.witness is Witness.FAITHFUL
-    assert "the plain fp64 reference does not model this program" in leaf.explanation and "0.3 -> 0.30078125" in leaf.explanation
+    assert (
+        "the plain fp64 reference does not model this program" in leaf.explanation
+        and "0.3 -> 0.30078125" in leaf.explanation
+    )
 
 
 @pytest.mark.slow

@@ -83,7 +83,12 @@ def export_run(run_dir: Path, out: Path, runner: Runner | None = None) -> Export
         own = runner is None
         runner = runner or Runner()
         try:
-            rerun = runner.check((run_dir / "snippet.py").read_text(), result.options.replace(trace=True), str(traced / "snippet.py"), traced)
+            rerun = runner.check(
+                (run_dir / "snippet.py").read_text(),
+                result.options.replace(trace=True),
+                str(traced / "snippet.py"),
+                traced,
+            )
         finally:
             if own:
                 runner.close()
@@ -106,7 +111,12 @@ def _run_tlparse(trace_dir: Path, target: Path, notes: list[str]) -> Path | None
     if exe is None:
         notes.append("tlparse is not installed (pip install tlparse); the raw trace log is in " + str(logs[-1]))
         return None
-    done = subprocess.run([exe, str(logs[-1]), "-o", str(target), "--no-browser", "--overwrite"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [exe, str(logs[-1]), "-o", str(target), "--no-browser", "--overwrite"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if done.returncode != 0 or not (target / "index.html").exists():
         notes.append(f"tlparse failed ({done.returncode}): {(done.stderr or done.stdout)[-300:]}")
         return None
@@ -115,20 +125,36 @@ def _run_tlparse(trace_dir: Path, target: Path, notes: list[str]) -> Path | None
 
 def _collect_env(notes: list[str]) -> str:
     try:
-        done = subprocess.run([sys.executable, "-m", "torch.utils.collect_env"], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "torch.utils.collect_env"], capture_output=True, text=True, timeout=120
+        )
         return done.stdout or done.stderr
     except (OSError, subprocess.TimeoutExpired) as exc:
         notes.append(f"collect_env failed: {exc}")
         return ""
 
 
-def _issue_markdown(result: CheckResult, program: str, flags: list[str], index: Path | None, env_text: str, notes: list[str]) -> str:
+def _issue_markdown(
+    result: CheckResult, program: str, flags: list[str], index: Path | None, env_text: str, notes: list[str]
+) -> str:
     command = " ".join(["divergence", "check", "snippet.py", *flags])
-    tlparse_line = f"tlparse report: `{index.parent.name}/index.html` (attach the folder)" if index else "tlparse report: not available (" + "; ".join(notes) + ")"
+    tlparse_line = (
+        f"tlparse report: `{index.parent.name}/index.html` (attach the folder)"
+        if index
+        else "tlparse report: not available (" + "; ".join(notes) + ")"
+    )
     leaves = table(result.leaves) if result.leaves else "(no leaves)"
-    logs = "\n".join([
-        f"The check (`{command}`): **{result.verdict.value}**. {result.explanation}", "", "```", leaves, "```", "",
-        "`repro.py` (attached) checks it on its own: `python repro.py` exits 1 while compiled differs from eager.", "",
-        tlparse_line,
-    ])
+    logs = "\n".join(
+        [
+            f"The check (`{command}`): **{result.verdict.value}**. {result.explanation}",
+            "",
+            "```",
+            leaves,
+            "```",
+            "",
+            "`repro.py` (attached) checks it on its own: `python repro.py` exits 1 while compiled differs from eager.",
+            "",
+            tlparse_line,
+        ]
+    )
     return render(program, signature_of(result), Checked(result), (), False, logs=logs, environment=env_text)

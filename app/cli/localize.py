@@ -20,7 +20,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backward", action="store_true", help="also compare gradients of inputs and parameters")
     parser.add_argument("--strict", action="store_true")
     parser.add_argument("--timeout", type=float, default=CheckOptions.timeout_s)
-    parser.add_argument("--out", type=Path, help="directory for the runs and the report (default: under the data directory)")
+    parser.add_argument(
+        "--out", type=Path, help="directory for the runs and the report (default: under the data directory)"
+    )
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON")
 
 
@@ -32,7 +34,9 @@ def add_parsers(sub: Any) -> None:
     _common(probe)
     probe.add_argument("--only", help=f"comma-separated probes (default all): {', '.join(k.value for k in ProbeKind)}")
     probe.add_argument("--seeds", type=int, default=3, help="seeds of the seeds probe (default %(default)s)")
-    localize = sub.add_parser("localize", help="where a divergence starts: ablation ladder, CompilerBisector, first diverging intermediate")
+    localize = sub.add_parser(
+        "localize", help="where a divergence starts: ablation ladder, CompilerBisector, first diverging intermediate"
+    )
     _common(localize)
     localize.add_argument("--only", help=f"comma-separated steps (default all): {', '.join(STEPS)}")
 
@@ -42,8 +46,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"divergence: no such file: {args.file}", file=sys.stderr)
         return 2
     try:
-        options = CheckOptions(device=args.device, backend=args.backend, seed=args.seed, strict=args.strict, timeout_s=args.timeout,
-                               dtype=args.dtype, backward=args.backward)
+        options = CheckOptions(
+            device=args.device,
+            backend=args.backend,
+            seed=args.seed,
+            strict=args.strict,
+            timeout_s=args.timeout,
+            dtype=args.dtype,
+            backward=args.backward,
+        )
     except OptionsError as exc:
         print(f"divergence: {exc}", file=sys.stderr)
         return 2
@@ -52,8 +63,14 @@ def run(args: argparse.Namespace) -> int:
         from engine.localization.probes import ProbeStatus, probe_file, render
 
         try:
-            report = probe_file(args.file, options, kinds=only, directory=args.out, seeds=args.seeds,
-                                on_outcome=lambda o: print(f"  {o.kind.value}: {o.status.value}", file=sys.stderr, flush=True))
+            report = probe_file(
+                args.file,
+                options,
+                kinds=only,
+                directory=args.out,
+                seeds=args.seeds,
+                on_outcome=lambda o: print(f"  {o.kind.value}: {o.status.value}", file=sys.stderr, flush=True),
+            )
         except ValueError as exc:
             print(f"divergence: {exc}", file=sys.stderr)
             return 2
@@ -65,8 +82,13 @@ def run(args: argparse.Namespace) -> int:
     from engine.localization.localize import render as render_localization
 
     try:
-        loc = localize_file(args.file, options, directory=args.out, steps=only or ("ablation", "bisect", "intermediates"),
-                            on_step=lambda s: print(f"  {s}...", file=sys.stderr, flush=True))
+        loc = localize_file(
+            args.file,
+            options,
+            directory=args.out,
+            steps=only or ("ablation", "bisect", "intermediates"),
+            on_step=lambda s: print(f"  {s}...", file=sys.stderr, flush=True),
+        )
     except ValueError as exc:
         print(f"divergence: {exc}", file=sys.stderr)
         return 2

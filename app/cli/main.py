@@ -5,59 +5,117 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from app.cli.arguments import config_pair
-from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
 from engine import arrays as stored_arrays
+from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
 from engine.result import CheckResult
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="divergence", description="Find where torch.compile changes a program's answer.")
+    parser = argparse.ArgumentParser(
+        prog="divergence", description="Find where torch.compile changes a program's answer."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     check = sub.add_parser("check", help="run a snippet eagerly and compiled and compare every element")
-    check.add_argument("file", type=Path, help="a snippet: fn+inputs, KernelBench Model+get_inputs, or a repro calling torch.compile")
+    check.add_argument(
+        "file", type=Path, help="a snippet: fn+inputs, KernelBench Model+get_inputs, or a repro calling torch.compile"
+    )
     check.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
     check.add_argument("--backend", choices=BACKENDS)
     check.add_argument("--mode", choices=MODES)
     check.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
     check.add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None)
-    check.add_argument("--config", type=config_pair, action="append", default=[], metavar="KEY=VALUE", help="Inductor config override (repeatable)")
+    check.add_argument(
+        "--config",
+        type=config_pair,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Inductor config override (repeatable)",
+    )
     check.add_argument("--fallback-random", action="store_true", help="shorthand for --config fallback_random=True")
-    check.add_argument("--emulate-precision-casts", action="store_true", help="shorthand for --config emulate_precision_casts=True")
+    check.add_argument(
+        "--emulate-precision-casts", action="store_true", help="shorthand for --config emulate_precision_casts=True"
+    )
     check.add_argument("--dtype", choices=CAST_DTYPES, help="cast the model and floating inputs")
     check.add_argument("--backward", action="store_true", help="also compare gradients of inputs and parameters")
     check.add_argument("--seeds", type=int, default=1, help="re-run with N input seeds and report the worst")
     check.add_argument("--seed", type=int, default=0, help="first seed")
     check.add_argument("--strict", action="store_true", help="bit-exact: any difference is divergent")
     check.add_argument("--no-fp64", dest="fp64", action="store_false", help="skip the fp64 reference run")
-    check.add_argument("--no-precision-recheck", dest="recheck", action="store_false", help="do not re-check low-precision drift with emulate_precision_casts")
-    check.add_argument("--no-rng-recheck", dest="recheck_random", action="store_false", help="do not re-check values of a program that draws random numbers with fallback_random")
-    check.add_argument("--factor", type=float, default=CheckOptions.benign_factor, help="how much further from fp64 than eager compiled may be and stay benign (default %(default)s)")
-    check.add_argument("--noise-ulps", type=float, default=CheckOptions.noise_ulps, help="...plus this many ULPs of the output's magnitude (default %(default)s)")
-    check.add_argument("--timeout", type=float, default=CheckOptions.timeout_s, help="wall-time limit in seconds (default %(default)s)")
-    check.add_argument("--memory-mb", type=int, default=CheckOptions.memory_limit_mb, help="memory limit (default %(default)s)")
-    check.add_argument("--triton-cpu", action="store_true", help="also compile with Inductor's Triton backend on CPU tensors (interpreted; shows the Triton kernels on any host)")
-    check.add_argument("--json", type=Path, metavar="OUT", help="write the result as JSON (arrays beside it as OUT's stem + .npz)")
+    check.add_argument(
+        "--no-precision-recheck",
+        dest="recheck",
+        action="store_false",
+        help="do not re-check low-precision drift with emulate_precision_casts",
+    )
+    check.add_argument(
+        "--no-rng-recheck",
+        dest="recheck_random",
+        action="store_false",
+        help="do not re-check values of a program that draws random numbers with fallback_random",
+    )
+    check.add_argument(
+        "--factor",
+        type=float,
+        default=CheckOptions.benign_factor,
+        help="how much further from fp64 than eager compiled may be and stay benign (default %(default)s)",
+    )
+    check.add_argument(
+        "--noise-ulps",
+        type=float,
+        default=CheckOptions.noise_ulps,
+        help="...plus this many ULPs of the output's magnitude (default %(default)s)",
+    )
+    check.add_argument(
+        "--timeout", type=float, default=CheckOptions.timeout_s, help="wall-time limit in seconds (default %(default)s)"
+    )
+    check.add_argument(
+        "--memory-mb", type=int, default=CheckOptions.memory_limit_mb, help="memory limit (default %(default)s)"
+    )
+    check.add_argument(
+        "--triton-cpu",
+        action="store_true",
+        help="also compile with Inductor's Triton backend on CPU tensors (interpreted; shows the Triton kernels on any host)",
+    )
+    check.add_argument(
+        "--json", type=Path, metavar="OUT", help="write the result as JSON (arrays beside it as OUT's stem + .npz)"
+    )
     check.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
     show = sub.add_parser("show", help="print a stored run again, without running anything")
     show.add_argument("run_dir", type=Path)
-    show.add_argument("--code", action="store_true", help="also print, per generated kernel, the program lines it came from")
+    show.add_argument(
+        "--code", action="store_true", help="also print, per generated kernel, the program lines it came from"
+    )
 
-    export = sub.add_parser("export", help="gather what PyTorch's bug template asks for: tlparse report, environment, repro, issue.md")
+    export = sub.add_parser(
+        "export", help="gather what PyTorch's bug template asks for: tlparse report, environment, repro, issue.md"
+    )
     export.add_argument("run_dir", type=Path)
     export.add_argument("-o", "--out", type=Path, help="output folder (default: RUN_DIR/export)")
 
     from app.cli.minimize import add_arguments as add_minimize_arguments  # light: imports no torch
 
-    add_minimize_arguments(sub.add_parser("minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"))
-    shrinkray = sub.add_parser("install-shrinkray", help="install the minimizer's optional shrinkray polish into a Python 3.12 venv of its own")
-    shrinkray.add_argument("--venv", type=Path, help="where (default: shrinkray-venv in the data folder, where the minimizer looks)")
-    shrinkray.add_argument("--python", help="a Python >= 3.12 interpreter (default: python3.13/3.12 on PATH, else pyenv's)")
+    add_minimize_arguments(
+        sub.add_parser(
+            "minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"
+        )
+    )
+    shrinkray = sub.add_parser(
+        "install-shrinkray", help="install the minimizer's optional shrinkray polish into a Python 3.12 venv of its own"
+    )
+    shrinkray.add_argument(
+        "--venv", type=Path, help="where (default: shrinkray-venv in the data folder, where the minimizer looks)"
+    )
+    shrinkray.add_argument(
+        "--python", help="a Python >= 3.12 interpreter (default: python3.13/3.12 on PATH, else pyenv's)"
+    )
 
     from app.cli.localize import add_parsers as add_localize_parsers  # light: imports no torch
 
@@ -65,12 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     from app.cli.sweep import add_arguments as add_sweep_arguments  # light: imports no torch
 
-    add_sweep_arguments(sub.add_parser("sweep", help="check a corpus of programs under a matrix of options, here or on a Ray cluster (resumable)"))
+    add_sweep_arguments(
+        sub.add_parser(
+            "sweep", help="check a corpus of programs under a matrix of options, here or on a Ray cluster (resumable)"
+        )
+    )
 
     serve = sub.add_parser("serve", help="start the web app (Streamlit), bound to 127.0.0.1 unless told otherwise")
     serve.add_argument("--address", help="interface to listen on (default: $STREAMLIT_SERVER_ADDRESS, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: $STREAMLIT_SERVER_PORT, else 8501)")
-    serve.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="further `streamlit run` options, e.g. --theme.base dark")
+    serve.add_argument(
+        "streamlit_args", nargs=argparse.REMAINDER, help="further `streamlit run` options, e.g. --theme.base dark"
+    )
     return parser
 
 
@@ -113,8 +177,8 @@ def write_json(result: CheckResult, out: Path) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from engine.api import check_file
     from app.cli.report import render
+    from engine.api import check_file
 
     if not args.file.is_file():
         print(f"divergence: no such file: {args.file}", file=sys.stderr)
@@ -171,9 +235,15 @@ def _serve(args: argparse.Namespace) -> int:
     host = f"[{address}]" if ":" in address else address
     print(f"Divergence Explorer: http://{host}:{port}", flush=True)
     if address in ("127.0.0.1", "localhost", "::1"):
-        print(f"  bound to {address} only: other machines cannot reach it (--address 0.0.0.0 shares it; see README on what is isolated)", flush=True)
+        print(
+            f"  bound to {address} only: other machines cannot reach it (--address 0.0.0.0 shares it; see README on what is isolated)",
+            flush=True,
+        )
     else:
-        print(f"  bound to {address}: reachable from other machines; anyone who reaches it can run code as this user", flush=True)
+        print(
+            f"  bound to {address}: reachable from other machines; anyone who reaches it can run code as this user",
+            flush=True,
+        )
     os.execv(command[0], command)  # Streamlit owns the process from here: signals reach it directly
     return 0  # not reached
 

@@ -13,11 +13,25 @@ from engine.options import BACKENDS, CAST_DTYPES, CheckOptions, OptionsError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="a divergent snippet (any style the checker accepts)")
-    parser.add_argument("-o", "--output", type=Path, default=Path("repro.py"),
-                        help="where to write the standalone repro (default %(default)s); the minimized program alone goes beside it as <name>.snippet.py")
-    parser.add_argument("--report", type=Path, help="also write a PyTorch PT2 issue body (markdown, one screen) with an ablation over backends")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("repro.py"),
+        help="where to write the standalone repro (default %(default)s); the minimized program alone goes beside it as <name>.snippet.py",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        help="also write a PyTorch PT2 issue body (markdown, one screen) with an ablation over backends",
+    )
     parser.add_argument("--budget", type=float, help="stop reducing after this many seconds and keep the best so far")
-    parser.add_argument("--checkpoint-dir", type=Path, default=Path(".divergence-minimize"), help="where the best candidate is checkpointed; a re-run resumes from it (default %(default)s)")
+    parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=Path(".divergence-minimize"),
+        help="where the best candidate is checkpointed; a re-run resumes from it (default %(default)s)",
+    )
     parser.add_argument("--no-shrinkray", dest="shrinkray", action="store_false", help="skip the shrinkray polish")
     parser.add_argument("--no-graph", dest="graph", action="store_false", help="skip the Dynamo-graph rewrite")
     parser.add_argument("--device", choices=("cpu", "cuda"))
@@ -25,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=config_pair, action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--dtype", choices=CAST_DTYPES)
     parser.add_argument("--strict", action="store_true")
-    parser.add_argument("--timeout", type=float, default=120.0, help="per-candidate wall-time limit (default %(default)s)")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="per-candidate wall-time limit (default %(default)s)"
+    )
     parser.add_argument("--quiet", "-q", action="store_true")
 
 
@@ -40,7 +56,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"divergence: no such file: {args.file}", file=sys.stderr)
         return 2
     try:
-        options = CheckOptions(device=args.device, backend=args.backend, inductor_config=dict(args.config), dtype=args.dtype, strict=args.strict, timeout_s=args.timeout)
+        options = CheckOptions(
+            device=args.device,
+            backend=args.backend,
+            inductor_config=dict(args.config),
+            dtype=args.dtype,
+            strict=args.strict,
+            timeout_s=args.timeout,
+        )
     except OptionsError as exc:
         print(f"divergence: {exc}", file=sys.stderr)
         return 2
@@ -50,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"\r[{p.elapsed_s:6.1f}s] {p.pass_name:<24} tried {p.candidates_tried:4d}  oracle calls {p.oracle_calls:4d}  "
                 f"size {p.current_tokens:4d} tokens, best {p.best_tokens:4d} of {p.initial_tokens}",
-                end="", file=sys.stderr, flush=True,
+                end="",
+                file=sys.stderr,
+                flush=True,
             )
 
     def note(text: str) -> None:
@@ -60,26 +85,44 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="minimize-") as tmp, Runner() as runner:
         try:
             result = minimize(
-                args.file.read_text(), options, runner, Path(tmp), budget_s=args.budget, checkpoint_root=args.checkpoint_dir,
-                use_graph=args.graph, use_shrinkray=args.shrinkray, ablation=args.report is not None,
-                filename=args.file.name, on_progress=progress, on_note=note,
+                args.file.read_text(),
+                options,
+                runner,
+                Path(tmp),
+                budget_s=args.budget,
+                checkpoint_root=args.checkpoint_dir,
+                use_graph=args.graph,
+                use_shrinkray=args.shrinkray,
+                ablation=args.report is not None,
+                filename=args.file.name,
+                on_progress=progress,
+                on_note=note,
             )
         except NotReproducible as exc:
             print(f"\ndivergence: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
-            print(f"\ndivergence: interrupted; the best candidate so far is checkpointed under {args.checkpoint_dir}", file=sys.stderr)
+            print(
+                f"\ndivergence: interrupted; the best candidate so far is checkpointed under {args.checkpoint_dir}",
+                file=sys.stderr,
+            )
             return 130
     print(file=sys.stderr)
     s0, s1 = result.initial, result.final
-    print(f"{s0.lines} -> {s1.lines} lines, {s0.tokens} -> {s1.tokens} tokens, {s0.torch_ops} -> {s1.torch_ops} torch ops; "
-          f"{result.oracle_calls} oracle calls in {result.elapsed_s:.0f} s")
+    print(
+        f"{s0.lines} -> {s1.lines} lines, {s0.tokens} -> {s1.tokens} tokens, {s0.torch_ops} -> {s1.torch_ops} torch ops; "
+        f"{result.oracle_calls} oracle calls in {result.elapsed_s:.0f} s"
+    )
     if result.repro is not None:
         args.output.write_text(result.repro)
-        print(f"repro written to {args.output} ({'verified: it exits 1 in a fresh process' if result.repro_verified else 'NOT verified'})")
+        print(
+            f"repro written to {args.output} ({'verified: it exits 1 in a fresh process' if result.repro_verified else 'NOT verified'})"
+        )
     snippet = snippet_path(args.output)
     snippet.write_text(result.minimized)
-    print(f"minimized program written to {snippet} ({result.final.lines} lines; `divergence check {snippet}` checks it)")
+    print(
+        f"minimized program written to {snippet} ({result.final.lines} lines; `divergence check {snippet}` checks it)"
+    )
     if args.report is not None and result.report is not None:
         args.report.write_text(result.report)
         print(f"bug report written to {args.report}; its title: {result.title}")

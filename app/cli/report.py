@@ -7,7 +7,19 @@ from engine.result import CheckResult, LeafResult
 
 LABEL = "interpreted Triton, not GPU Triton"
 
-_COLUMNS = ("leaf", "kind", "shape", "dtype", "max abs", "max rel", "max ULP", "mismatch", "NaN/inf/±0", "verdict", "witness")
+_COLUMNS = (
+    "leaf",
+    "kind",
+    "shape",
+    "dtype",
+    "max abs",
+    "max rel",
+    "max ULP",
+    "mismatch",
+    "NaN/inf/±0",
+    "verdict",
+    "witness",
+)
 
 
 def _fmt(x: float | None) -> str:
@@ -121,21 +133,31 @@ def render_code(result: CheckResult, program: str | None = None) -> str:
     lines = program.splitlines() if program is not None else []
     for title, checked in passes:
         if not checked.code.output_code:
-            out.append(f"no output code was captured{title}: the backend writes none, or the check stopped before compiling")
+            out.append(
+                f"no output code was captured{title}: the backend writes none, or the check stopped before compiling"
+            )
             continue
         for module in checked.code.output_code:
             prov = module.provenance
-            languages = sorted({"C++" if k.language == "cpp" else k.language.capitalize() for k in module.kernels}) or ["no generated kernels"]
+            languages = sorted({"C++" if k.language == "cpp" else k.language.capitalize() for k in module.kernels}) or [
+                "no generated kernels"
+            ]
             out.append(f"output module {module.label}{title}: {', '.join(languages)}")
             if prov is None or (prov.status != "tracked" and not prov.kernels):
-                out.append(f"  provenance unknown: {prov.reason if prov else 'this run was made without provenance tracking'}")
+                out.append(
+                    f"  provenance unknown: {prov.reason if prov else 'this run was made without provenance tracking'}"
+                )
                 out.append("")
                 continue
             if prov.reason:
                 out.append(f"  note: {prov.reason}")
             for k in prov.kernels:
                 what = "library call" if k.extern else "generated kernel"
-                nodes = f"{len(k.nodes)} FX node(s): {', '.join(k.nodes[:8])}{' ...' if len(k.nodes) > 8 else ''}" if k.nodes else "FX nodes unknown"
+                nodes = (
+                    f"{len(k.nodes)} FX node(s): {', '.join(k.nodes[:8])}{' ...' if len(k.nodes) > 8 else ''}"
+                    if k.nodes
+                    else "FX nodes unknown"
+                )
                 out.append(f"  {k.name}  ({what}; {nodes})")
                 for s in k.lines:
                     text = lines[s.line - 1].strip() if 0 < s.line <= len(lines) else s.code

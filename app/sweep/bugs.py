@@ -19,10 +19,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.sweep.jobs import JobSpec
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
 from engine.result import CheckResult
 from minimizer.oracle import signature_of
-from app.sweep.jobs import JobSpec
 
 LOCALIZE_DIR = "localize"  # in the sweep's directory: one localization run per divergent job
 
@@ -64,7 +64,16 @@ def bug_of(spec: JobSpec, result: CheckResult, report: IntermediatesReport | Non
         identity = ["zoo op", spec.info["op"], signature.kind.value, symptoms, leaf.dtype, device]
         description = f"{spec.info['op']}: its samples diverge ({where}); no diverging node found ({status}), so one bug for the op"
     else:
-        identity = ["program", spec.program, spec.source_sha, signature.leaf, signature.kind.value, symptoms, leaf.dtype, device]
+        identity = [
+            "program",
+            spec.program,
+            spec.source_sha,
+            signature.leaf,
+            signature.kind.value,
+            symptoms,
+            leaf.dtype,
+            device,
+        ]
         description = f"{spec.name}: leaf `{signature.leaf}` diverges ({where}); no diverging node found ({status}), so its own bug"
     digest = hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()[:12]
     return Bug(digest, description)

@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import glob
 import os
-import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from engine.options import CheckOptions, OptionsError
-from engine.paths import home
-from engine.result import RESULT_FILE
-from engine.snippet import SnippetError, detect_style
+import tomllib
+
 from app.sweep.pytorch_check import AccuracyRule, PyTorchReference
 from app.sweep.sources.base import ZooError, ZooProgram
 from app.sweep.sources.registry import is_zoo, parse
 from app.sweep.state import STATE_FILE
+from engine.options import CheckOptions, OptionsError
+from engine.paths import home
+from engine.result import RESULT_FILE
+from engine.snippet import SnippetError, detect_style
 
 _SKIP_NAMES = ("__init__.py", "conftest.py", "setup.py")
 
@@ -47,7 +49,7 @@ class Program:
     accuracy: AccuracyRule | None = None  # PyTorch's own check for its jobs (zoo programs)
     info: Mapping[str, Any] = field(default_factory=dict)  # what the report shows beside its jobs (zoo programs)
     # a zoo program's smaller programs, to run when it ends in an error as a whole (app.sweep.sources.base.ZooProgram.parts)
-    parts: Callable[[], Sequence["Program"]] | None = field(default=None, compare=False, repr=False)
+    parts: Callable[[], Sequence[Program]] | None = field(default=None, compare=False, repr=False)
     # PyTorch's own reference for its leaves (app.sweep.sources.base.ZooProgram.pytorch_reference)
     pytorch_reference: Callable[[], PyTorchReference] | None = field(default=None, compare=False, repr=False)
 
@@ -95,7 +97,10 @@ def find_programs(patterns: Sequence[str | Path]) -> Corpus:
                     _add(match, found, skipped, explicit=True)
     if not found:
         where = ", ".join(map(str, patterns))
-        raise CorpusError(f"no programs in {where}" + (f" ({len(skipped)} files skipped: {skipped[0]}{' ...' if len(skipped) > 1 else ''})" if skipped else ""))
+        raise CorpusError(
+            f"no programs in {where}"
+            + (f" ({len(skipped)} files skipped: {skipped[0]}{' ...' if len(skipped) > 1 else ''})" if skipped else "")
+        )
     return Corpus(tuple(found.values()), tuple(skipped))
 
 
@@ -118,7 +123,15 @@ def _zoo_file(program: ZooProgram, folder: Path) -> Program:
         tmp.replace(path)
     parts = program.parts
     make_parts = None if parts is None else (lambda: [_zoo_file(p, folder) for p in parts()])
-    return Program(path, program.source, dict(program.options), program.accuracy, dict(program.info), make_parts, program.pytorch_reference)
+    return Program(
+        path,
+        program.source,
+        dict(program.options),
+        program.accuracy,
+        dict(program.info),
+        make_parts,
+        program.pytorch_reference,
+    )
 
 
 def split(program: Program) -> list[Program]:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
+from app.sweep.pytorch_check import AccuracyRule
 from engine.judge.verdicts import Verdict
 from engine.options import CheckOptions
 from engine.result import CheckResult
-from app.sweep.pytorch_check import AccuracyRule
 
 # options that bound a check rather than define it: not part of the key
 LIMITS = ("timeout_s", "memory_limit_mb", "max_output_mb", "max_processes")
@@ -66,7 +67,9 @@ class JobOutcome:
     max_abs: float | None = None
     symptoms: tuple[str, ...] = ()  # of the worst leaf
     where: str = ""  # "local", or the Ray node and actor that ran it
-    peak_rss_mb: float | None = None  # the check's process at its largest (what it shares with the warm worker included)
+    peak_rss_mb: float | None = (
+        None  # the check's process at its largest (what it shares with the warm worker included)
+    )
 
     @property
     def run_id(self) -> str:
@@ -79,7 +82,7 @@ class JobOutcome:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "JobOutcome":
+    def from_json(cls, data: Mapping[str, Any]) -> JobOutcome:
         return cls(**{**data, "verdict": Verdict(data["verdict"]), "symptoms": tuple(data.get("symptoms", ()))})
 
 
@@ -104,4 +107,6 @@ def outcome_of(result: CheckResult, run_dir: Path | str, seconds: float, where: 
 
 def error_outcome(kind: str, message: str, run_dir: Path | str, seconds: float, where: str) -> JobOutcome:
     """A job that ended without a check result of its own (its actor died, the pool failed)."""
-    return JobOutcome(Verdict.ERROR, f"error ({kind}): {message}", str(run_dir), round(seconds, 3), error_kind=kind, where=where)
+    return JobOutcome(
+        Verdict.ERROR, f"error ({kind}): {message}", str(run_dir), round(seconds, 3), error_kind=kind, where=where
+    )

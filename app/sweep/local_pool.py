@@ -13,12 +13,12 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
-from engine.runner import Job, Progress, Runner
 from app.sweep.jobs import JobOutcome, outcome_of
 from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, minimize_on
+from engine.runner import Job, Progress, Runner
 
 _WAKE_S = 1.0  # a backstop only: the jobs' own reports wake the loop
 
@@ -40,10 +40,16 @@ class LocalPool:
         self.runner = runner or Runner(cache_dir=cache_dir, env=threads, max_running=slots)
         self.slots = self.runner.max_running
         self.runner.start()  # torch is imported now, not in the first job's seconds
-        self.description = f"{self.slots} check{'s' if self.slots != 1 else ''} at a time in one warm worker on this machine"
+        self.description = (
+            f"{self.slots} check{'s' if self.slots != 1 else ''} at a time in one warm worker on this machine"
+        )
 
-    def run_checks(self, tasks: Iterable[CheckTask], on_start: Callable[[CheckTask], None],
-                   on_done: Callable[[CheckTask, JobOutcome], None]) -> None:
+    def run_checks(
+        self,
+        tasks: Iterable[CheckTask],
+        on_start: Callable[[CheckTask], None],
+        on_done: Callable[[CheckTask, JobOutcome], None],
+    ) -> None:
         waiting = iter(tasks)
         in_flight: dict[Job, tuple[CheckTask, float]] = {}
         finished = threading.Event()  # set by a job's last progress report ("done"), so no job waits for a poll
@@ -61,7 +67,10 @@ class LocalPool:
                     break
                 on_start(task)
                 spec = task.spec
-                in_flight[self.runner.submit(spec.source, spec.options, spec.program, task.run_dir, progress)] = (task, time.monotonic())
+                in_flight[self.runner.submit(spec.source, spec.options, spec.program, task.run_dir, progress)] = (
+                    task,
+                    time.monotonic(),
+                )
             if not in_flight:
                 return
             done = [job for job in in_flight if job.done()]  # a job refused at submit is done without a report
@@ -73,8 +82,12 @@ class LocalPool:
                 task, started = in_flight.pop(job)
                 on_done(task, outcome_of(job.wait(), task.run_dir, time.monotonic() - started, "local"))
 
-    def run_minimizations(self, tasks: Iterable[MinimizeTask], on_start: Callable[[MinimizeTask], None],
-                          on_done: Callable[[MinimizeTask, MinimizeOutcome], None]) -> None:
+    def run_minimizations(
+        self,
+        tasks: Iterable[MinimizeTask],
+        on_start: Callable[[MinimizeTask], None],
+        on_done: Callable[[MinimizeTask, MinimizeOutcome], None],
+    ) -> None:
         # one at a time: the minimizer already keeps two candidates in flight in the shared worker
         for task in tasks:
             on_start(task)

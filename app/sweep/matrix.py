@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
 
@@ -60,7 +61,7 @@ class Cell:
         config = dict(data.get("inductor_config", {}))
         for key, value in self.values:
             if key.startswith(CONFIG_PREFIX):
-                config[key[len(CONFIG_PREFIX):]] = value
+                config[key[len(CONFIG_PREFIX) :]] = value
             else:
                 data[key] = value
         data["inductor_config"] = config
@@ -79,13 +80,17 @@ def parse_axis(text: str) -> Axis:
     if key in CONFIG_SHORTHANDS:
         key = CONFIG_PREFIX + key
     if key.startswith(CONFIG_PREFIX):
-        if not key[len(CONFIG_PREFIX):]:
-            raise MatrixError(f"--matrix {text!r}: config. needs an Inductor config name, e.g. config.max_autotune=True,False")
+        if not key[len(CONFIG_PREFIX) :]:
+            raise MatrixError(
+                f"--matrix {text!r}: config. needs an Inductor config name, e.g. config.max_autotune=True,False"
+            )
         values = tuple(_literal(v.strip()) for v in raw.split(","))
     elif key in _CHOICES:
         values = tuple(_option_value(key, v.strip()) for v in raw.split(","))
     else:
-        raise MatrixError(f"--matrix {text!r}: unknown option {key!r}; use one of {', '.join(KEYS)}, or config.NAME for an Inductor config entry")
+        raise MatrixError(
+            f"--matrix {text!r}: unknown option {key!r}; use one of {', '.join(KEYS)}, or config.NAME for an Inductor config entry"
+        )
     unique = tuple(dict.fromkeys(values))  # a value given twice would make two jobs with one key
     return Axis(key, unique)
 
@@ -94,7 +99,9 @@ def cells(axes: Sequence[Axis]) -> list[Cell]:
     """Every combination, the first axis varying slowest; one empty cell without axes."""
     keys = [a.key for a in axes]
     if len(set(keys)) != len(keys):
-        raise MatrixError(f"--matrix names {', '.join(sorted({k for k in keys if keys.count(k) > 1}))} twice; give all values in one KEY=V1,V2")
+        raise MatrixError(
+            f"--matrix names {', '.join(sorted({k for k in keys if keys.count(k) > 1}))} twice; give all values in one KEY=V1,V2"
+        )
     return [Cell(tuple(zip(keys, combo))) for combo in itertools.product(*(a.values for a in axes))]
 
 
@@ -118,7 +125,9 @@ def _option_value(key: str, raw: str) -> Any:
             return False
         raise MatrixError(f"--matrix {key}={raw!r}: expected true or false{' or none' if unsettable else ''}")
     if raw not in choices:
-        raise MatrixError(f"--matrix {key}={raw!r}: expected one of {', '.join(choices)}{' or none' if unsettable else ''}")
+        raise MatrixError(
+            f"--matrix {key}={raw!r}: expected one of {', '.join(choices)}{' or none' if unsettable else ''}"
+        )
     return raw
 
 

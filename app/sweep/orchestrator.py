@@ -20,31 +20,34 @@ import sqlite3
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
-from engine.judge.verdicts import Verdict
-from engine.paths import new_run_dir
-from engine.result import CheckResult
 from app.store import DONE as RUN_DONE
 from app.store import RunRecord, RunStore
 from app.sweep import bugs as bug_rules
 from app.sweep import matrix, registry, report
 from app.sweep.corpus import Corpus, CorpusError, Program, find_programs, split
 from app.sweep.jobs import LIMITS, JobOutcome, JobSpec, job_key
+from app.sweep.progress import SweepProgress, duration
 from app.sweep.pytorch_check import SAME, UNAVAILABLE, PyTorchCheck, harness_rule
 from app.sweep.sources.registry import is_zoo
-from app.sweep.progress import SweepProgress, duration
 from app.sweep.state import DONE, QUEUED, BugRow, JobRow, SweepState
 from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, Pool, write_minimization
+from engine.judge.verdicts import Verdict
+from engine.paths import new_run_dir
+from engine.result import CheckResult
 
 MINIMIZED_DIR = "minimized"
 # a zoo program that ends in one of these errors as a whole is split into its parts (one sample each); a
 # snippet or options error (its samples cannot be made, a package is missing), or an internal one (a bug of
 # ours), would end every part the same way
 SPLIT_ERRORS = ("compile", "eager", "crash", "timeout", "memory")
-_SAMPLE = re.compile(r"\['(?:sample|input)\[(\d+)\]'\]")  # a zoo leaf's sample: out['sample[3]'], input args[0]['sample[3]'][1]
+_SAMPLE = re.compile(
+    r"\['(?:sample|input)\[(\d+)\]'\]"
+)  # a zoo leaf's sample: out['sample[3]'], input args[0]['sample[3]'][1]
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,9 @@ def plan(config: SweepConfig) -> tuple[list[JobSpec], Corpus, int]:
     return specs, corpus, len(cells)
 
 
-def _program_specs(program: Program, config: SweepConfig, cells: Sequence[matrix.Cell], start: int, label: str = "") -> list[JobSpec]:
+def _program_specs(
+    program: Program, config: SweepConfig, cells: Sequence[matrix.Cell], start: int, label: str = ""
+) -> list[JobSpec]:
     specs = []
     for cell in cells if not label else [c for c in cells if c.label == label]:
         # the program's own .toml options, then the options given outright, then the matrix
@@ -112,7 +117,18 @@ def _program_specs(program: Program, config: SweepConfig, cells: Sequence[matrix
         accuracy = program.accuracy
         if accuracy is not None and accuracy.kind == SAME and options.backward:
             accuracy = harness_rule(backward=True)  # the harness's training tolerance
-        specs.append(JobSpec(job_key(path, options), path, program.source, options, cell.label, start + len(specs), accuracy, program.info))
+        specs.append(
+            JobSpec(
+                job_key(path, options),
+                path,
+                program.source,
+                options,
+                cell.label,
+                start + len(specs),
+                accuracy,
+                program.info,
+            )
+        )
     return specs
 
 
@@ -121,11 +137,15 @@ def default_sweep_dir(config: SweepConfig) -> Path:
     identity = {
         "paths": [p if is_zoo(p) else str(Path(p).expanduser().resolve()) for p in config.paths],
         "axes": [[a.key, list(a.values)] for a in config.axes],
-        "options": {k: v for k, v in config.base_options.items() if k not in LIMITS},  # --timeout 900 resumes the same sweep
+        "options": {
+            k: v for k, v in config.base_options.items() if k not in LIMITS
+        },  # --timeout 900 resumes the same sweep
     }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
     first = config.paths[0] if config.paths else "sweep"
-    stem = re.sub(r"[^\w.+-]+", "-", first).strip("-")[:40] if is_zoo(first) else Path(first).expanduser().resolve().name
+    stem = (
+        re.sub(r"[^\w.+-]+", "-", first).strip("-")[:40] if is_zoo(first) else Path(first).expanduser().resolve().name
+    )
     return registry.sweeps_root() / f"{stem.removesuffix('.py') or 'sweep'}-{digest}"
 
 
@@ -138,10 +158,18 @@ def run_sweep(config: SweepConfig, progress: SweepProgress | None = None, pool: 
     with SweepState(sweep_dir, lock=True) as state:
         adopted, reset = state.recover()
         if adopted or reset:
-            progress.note(f"resuming {sweep_dir}: {adopted} jobs that finished as the last sweep stopped kept, {reset} run again")
+            progress.note(
+                f"resuming {sweep_dir}: {adopted} jobs that finished as the last sweep stopped kept, {reset} run again"
+            )
         first = "created" not in state.meta()
-        state.set_meta(**({"created": time.time()} if first else {}), command=list(config.command), paths=list(config.paths),
-                       matrix=[[a.key, list(a.values)] for a in config.axes], options=dict(config.base_options), updated=time.time())
+        state.set_meta(
+            **({"created": time.time()} if first else {}),
+            command=list(config.command),
+            paths=list(config.paths),
+            matrix=[[a.key, list(a.values)] for a in config.axes],
+            options=dict(config.base_options),
+            updated=time.time(),
+        )
         registry.register(sweep_dir)
         todo = state.plan(specs, retry_errors=config.retry_errors)
         keys = [s.key for s in specs]
@@ -166,8 +194,16 @@ def run_sweep(config: SweepConfig, progress: SweepProgress | None = None, pool: 
         report_path = report.write_html(state, config.report) if config.report is not None else None
         rows = [r for r in state.by_severity() if r.key in set(keys)]
         bug_ids = {r.bug for r in rows if r.bug}
-        return SweepSummary(sweep_dir, tuple(rows), tuple(b for b in state.bugs() if b.id in bug_ids), invocation.ran,
-                            time.monotonic() - started, invocation.pool_description, json_path, report_path)
+        return SweepSummary(
+            sweep_dir,
+            tuple(rows),
+            tuple(b for b in state.bugs() if b.id in bug_ids),
+            invocation.ran,
+            time.monotonic() - started,
+            invocation.pool_description,
+            json_path,
+            report_path,
+        )
 
 
 def _divergent_keys(state: SweepState, keys: Sequence[str]) -> set[str]:
@@ -177,7 +213,9 @@ def _divergent_keys(state: SweepState, keys: Sequence[str]) -> set[str]:
 class _Invocation:
     """The parts of one invocation that share its pool (created on first need) and its state file."""
 
-    def __init__(self, config: SweepConfig, state: SweepState, progress: SweepProgress, pool: Pool | None, sweep_name: str) -> None:
+    def __init__(
+        self, config: SweepConfig, state: SweepState, progress: SweepProgress, pool: Pool | None, sweep_name: str
+    ) -> None:
         self.config = config
         self.state = state
         self.progress = progress
@@ -242,12 +280,18 @@ class _Invocation:
 
         program = self.programs.get(spec.program)
         try:
-            reference = program.pytorch_reference() if program is not None and program.pytorch_reference is not None else None
+            reference = (
+                program.pytorch_reference() if program is not None and program.pytorch_reference is not None else None
+            )
             check = judge(spec.accuracy, run_dir, reference)
         except Exception as exc:  # a bug of ours must not stop the sweep; the row says what happened
-            check = PyTorchCheck(spec.accuracy.describe(), UNAVAILABLE, note=f"PyTorch's check failed here: {type(exc).__name__}: {exc}")
+            check = PyTorchCheck(
+                spec.accuracy.describe(), UNAVAILABLE, note=f"PyTorch's check failed here: {type(exc).__name__}: {exc}"
+            )
             if not self._pytorch_warned:
-                self.progress.note(f"note: PyTorch's check could not be computed for {spec.name} ({type(exc).__name__}: {exc}); the sweep carries on")
+                self.progress.note(
+                    f"note: PyTorch's check could not be computed for {spec.name} ({type(exc).__name__}: {exc}); the sweep carries on"
+                )
                 self._pytorch_warned = True
         self.state.set_pytorch(spec.key, check)
         return check
@@ -255,9 +299,18 @@ class _Invocation:
     def backfill_pytorch_checks(self, specs: Sequence[JobSpec]) -> None:
         """Finished zoo jobs without PyTorch's check (the sweep stopped between the two, or adopted the job)."""
         rows = {r.key: r for r in self.state.jobs([s.key for s in specs])}
-        missing = [s for s in specs if s.accuracy is not None and rows[s.key].status == DONE and rows[s.key].pytorch is None and rows[s.key].run_dir]
+        missing = [
+            s
+            for s in specs
+            if s.accuracy is not None
+            and rows[s.key].status == DONE
+            and rows[s.key].pytorch is None
+            and rows[s.key].run_dir
+        ]
         if missing:
-            self.progress.note(f"PyTorch's own check for {len(missing)} finished job{'s' if len(missing) != 1 else ''} that lack it")
+            self.progress.note(
+                f"PyTorch's own check for {len(missing)} finished job{'s' if len(missing) != 1 else ''} that lack it"
+            )
         for spec in missing:
             self._pytorch_check(spec, rows[spec.key].run_dir or "")
 
@@ -265,8 +318,14 @@ class _Invocation:
     def split_errors(self, specs: Sequence[JobSpec]) -> list[JobSpec]:
         """Run the parts of every zoo program whose job ended in an error as a whole; their specs (run or not)."""
         rows = {r.key: r for r in self.state.jobs([s.key for s in specs])}
-        failed = [s for s in specs if rows[s.key].status == DONE and rows[s.key].error_kind in SPLIT_ERRORS
-                  and (program := self.programs.get(s.program)) is not None and program.parts is not None]
+        failed = [
+            s
+            for s in specs
+            if rows[s.key].status == DONE
+            and rows[s.key].error_kind in SPLIT_ERRORS
+            and (program := self.programs.get(s.program)) is not None
+            and program.parts is not None
+        ]
         if not failed:
             return []
         cells = matrix.cells(self.config.axes)
@@ -282,8 +341,10 @@ class _Invocation:
                 parts.extend(_program_specs(program, self.config, cells, len(specs) + len(parts), label=spec.label))
         todo = self.state.plan(parts, retry_errors=self.config.retry_errors)
         if todo:
-            self.progress.note(f"{len(failed)} program{'s' if len(failed) != 1 else ''} ended in an error as a whole: "
-                               f"{len(todo)} of their {len(parts)} samples run one by one")
+            self.progress.note(
+                f"{len(failed)} program{'s' if len(failed) != 1 else ''} ended in an error as a whole: "
+                f"{len(todo)} of their {len(parts)} samples run one by one"
+            )
             self.progress.more(len(todo))
             self.checks(todo)
         return parts
@@ -293,8 +354,18 @@ class _Invocation:
         if self._store is None:
             return
         name = spec.name + (f" [{spec.label}]" if spec.label else "")
-        record = RunRecord(outcome.run_id, time.time() - outcome.seconds, name, f"sweep:{self.sweep_name}", outcome.run_dir,
-                           spec.options.to_json(), RUN_DONE, outcome.verdict.value, outcome.explanation, time.time())
+        record = RunRecord(
+            outcome.run_id,
+            time.time() - outcome.seconds,
+            name,
+            f"sweep:{self.sweep_name}",
+            outcome.run_dir,
+            spec.options.to_json(),
+            RUN_DONE,
+            outcome.verdict.value,
+            outcome.explanation,
+            time.time(),
+        )
         try:
             self._store.add(record)
         except sqlite3.Error as exc:  # the sweep's own state has the job; only the app's listing is missing
@@ -312,19 +383,32 @@ class _Invocation:
             if spec not in fresh:
                 self._assign_bug(spec, rows[spec.key], bug_rules.stored_report(localize_root / spec.key))
         if fresh:
-            self.progress.note(f"grouping {len(fresh)} divergent job{'s' if len(fresh) != 1 else ''} by bug: localizing the first diverging node of each")
+            self.progress.note(
+                f"grouping {len(fresh)} divergent job{'s' if len(fresh) != 1 else ''} by bug: localizing the first diverging node of each"
+            )
             tasks = [CheckTask(bug_rules.localization_spec(s), localize_root / s.key) for s in fresh]
-            self.pool.run_checks(tasks, lambda task: None,
-                                 lambda task, outcome: self._assign_bug(task.spec, rows[task.spec.key], bug_rules.stored_report(task.run_dir)))
+            self.pool.run_checks(
+                tasks,
+                lambda task: None,
+                lambda task, outcome: self._assign_bug(
+                    task.spec, rows[task.spec.key], bug_rules.stored_report(task.run_dir)
+                ),
+            )
         jobs_of = Counter(r.bug for r in self.state.jobs([s.key for s in divergent]) if r.bug)
         # the bugs most jobs show first: with --minimize-max, those are the ones minimized
-        queued = sorted((b for b in self.state.bugs() if b.status == QUEUED and b.id in jobs_of), key=lambda b: -jobs_of[b.id])
+        queued = sorted(
+            (b for b in self.state.bugs() if b.status == QUEUED and b.id in jobs_of), key=lambda b: -jobs_of[b.id]
+        )
         if not queued:
             if divergent:
                 self.progress.note("every bug found has been minimized before: nothing new to minimize")
             return
         limit = self.config.minimize_max if self.config.minimize_max is not None else len(queued)
-        later = f"; {len(queued) - limit} more stay queued for the next run (--minimize-max {limit})" if len(queued) > limit else ""
+        later = (
+            f"; {len(queued) - limit} more stay queued for the next run (--minimize-max {limit})"
+            if len(queued) > limit
+            else ""
+        )
         self.progress.note(f"{len(queued)} new bug{'s' if len(queued) != 1 else ''} to minimize{later}")
         specs = {s.key: s for s in divergent}
         tasks = [self._minimize_task(b, specs[b.representative]) for b in queued[:limit] if b.representative in specs]
@@ -343,15 +427,30 @@ class _Invocation:
             # a known bug: the smallest program that shows it is the one to minimize (while it waits)
             current = next((b for b in self.state.bugs() if b.id == bug.id), None)
             other = self._specs.get(current.representative) if current else None
-            if current is not None and current.status == QUEUED and (other is None or len(spec.source) < len(other.source)):
+            if (
+                current is not None
+                and current.status == QUEUED
+                and (other is None or len(spec.source) < len(other.source))
+            ):
                 self.state.set_representative(bug.id, spec.key)
 
     def _minimize_task(self, bug: BugRow, spec: JobSpec) -> MinimizeTask:
         source, program = self._focus(spec)
-        options = spec.options.replace(timeout_s=min(spec.options.timeout_s, 120.0))  # per candidate, as `divergence minimize`
+        options = spec.options.replace(
+            timeout_s=min(spec.options.timeout_s, 120.0)
+        )  # per candidate, as `divergence minimize`
         wider = samples_up_to(spec.source, source) if source != spec.source else None
-        return MinimizeTask(bug.id, source, options, program, self.state.dir / MINIMIZED_DIR / bug.id,
-                            self.config.minimize_budget_s, self.config.shrinkray, self.config.ablation, wider)
+        return MinimizeTask(
+            bug.id,
+            source,
+            options,
+            program,
+            self.state.dir / MINIMIZED_DIR / bug.id,
+            self.config.minimize_budget_s,
+            self.config.shrinkray,
+            self.config.ablation,
+            wider,
+        )
 
     def _focus(self, spec: JobSpec) -> tuple[str, str]:
         """What to minimize for a divergent job: a zoo program of many samples narrows to the sample that diverges
@@ -378,8 +477,17 @@ class _Invocation:
 
     def _minimize_finished(self, task: MinimizeTask, outcome: MinimizeOutcome) -> None:
         repro = write_minimization(task, outcome)
-        self.state.end_bug(task.bug, outcome.status, outcome.message, outcome.tokens_before, outcome.tokens_after, str(repro) if repro else None)
-        self.progress.note(f"bug {task.bug}: {outcome.status}: {outcome.message.splitlines()[0] if outcome.message else ''}")
+        self.state.end_bug(
+            task.bug,
+            outcome.status,
+            outcome.message,
+            outcome.tokens_before,
+            outcome.tokens_after,
+            str(repro) if repro else None,
+        )
+        self.progress.note(
+            f"bug {task.bug}: {outcome.status}: {outcome.message.splitlines()[0] if outcome.message else ''}"
+        )
 
 
 _SAMPLES_LINE = re.compile(r"^SAMPLES = (.*?)(  #.*)?$", re.M)
@@ -424,5 +532,10 @@ def print_summary(summary: SweepSummary, stream: Any = None) -> None:
         print("\n" + disagreements, file=stream)
     counts = summary.counts
     shown = " · ".join(f"{counts[v]} {v}" for v in report.verdict_order() if counts.get(v))
-    print(f"\n{len(summary.jobs)} jobs: {shown}; {summary.ran} checked now in {duration(summary.elapsed_s)}", file=stream)
-    print(f"sweep directory: {summary.sweep_dir}  ({report.JSON_FILE}{', ' + str(summary.report_path) if summary.report_path else ''})", file=stream)
+    print(
+        f"\n{len(summary.jobs)} jobs: {shown}; {summary.ran} checked now in {duration(summary.elapsed_s)}", file=stream
+    )
+    print(
+        f"sweep directory: {summary.sweep_dir}  ({report.JSON_FILE}{', ' + str(summary.report_path) if summary.report_path else ''})",
+        file=stream,
+    )

@@ -68,7 +68,9 @@ class SweepProgress:
         self.counts[outcome.verdict.value] += 1
         if self.quiet:
             return
-        what = f"{outcome.verdict.value:<14} {spec.name}{' ' + spec.label if spec.label else ''} ({outcome.seconds:.1f} s"
+        what = (
+            f"{outcome.verdict.value:<14} {spec.name}{' ' + spec.label if spec.label else ''} ({outcome.seconds:.1f} s"
+        )
         what += f", {outcome.peak_rss_mb:.0f} MB)" if outcome.peak_rss_mb is not None else ")"
         if outcome.error_kind:
             what += f" [{outcome.error_kind}]"

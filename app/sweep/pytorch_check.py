@@ -25,9 +25,10 @@ Importing this module imports neither torch nor numpy; `judge` imports torch whe
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 PASS, FAIL, UNAVAILABLE = "pass", "fail", "n/a"
 SAME, OPINFO = "same", "opinfo"
@@ -55,14 +56,18 @@ class AccuracyRule:
             return f"torch._dynamo.utils.same(tol={self.tol:g}, equal_nan=True) against fp64, as the dynamo benchmark harness"
         if not self.values:
             return "the inductor OpInfo test's metadata check (shape, dtype, strides, layout; it compares no values of this op)"
-        tolerances = "assertEqual's defaults for the dtype" if self.rtol is None and self.atol is None else f"rtol={self.rtol:g}, atol={self.atol:g}"
+        tolerances = (
+            "assertEqual's defaults for the dtype"
+            if self.rtol is None and self.atol is None
+            else f"rtol={self.rtol:g}, atol={self.atol:g}"
+        )
         return f"the inductor OpInfo test's assertEqual ({tolerances}, equal_nan=True, exact dtype) against its reference cast to the output's dtype"
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and not (k == "values" and v)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> "AccuracyRule | None":
+    def from_json(cls, data: Mapping[str, Any] | None) -> AccuracyRule | None:
         return cls(**data) if data else None
 
 
@@ -91,9 +96,15 @@ class PyTorchCheck:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "PyTorchCheck":
-        return cls(**{**data, "failed": tuple(data.get("failed", ())), "unjudged": tuple(data.get("unjudged", ())),
-                      "disagreements": tuple(tuple(d) for d in data.get("disagreements", ()))})  # type: ignore[arg-type]
+    def from_json(cls, data: Mapping[str, Any]) -> PyTorchCheck:
+        return cls(
+            **{
+                **data,
+                "failed": tuple(data.get("failed", ())),
+                "unjudged": tuple(data.get("unjudged", ())),
+                "disagreements": tuple(tuple(d) for d in data.get("disagreements", ())),
+            }
+        )  # type: ignore[arg-type]
 
     def dumps(self) -> str:
         return json.dumps(self.to_json())
@@ -103,8 +114,12 @@ class PyTorchCheck:
 class PyTorchReference:
     """PyTorch's own reference for a job's leaves, where a source can make it (by leaf name)."""
 
-    values: Mapping[str, Any] = field(default_factory=dict)  # the test's reference (opinfo: eager on fp32-upcast inputs)
-    eager: Mapping[str, Any] = field(default_factory=dict)  # eager's output as re-made here: the samples are the check's when it matches
+    values: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # the test's reference (opinfo: eager on fp32-upcast inputs)
+    eager: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # eager's output as re-made here: the samples are the check's when it matches
     # the samples (their keys in the program's input dict, e.g. "sample[3]") on which the op draws random numbers:
     # the test compares no values of their outputs or of the inputs they mutate
     random_samples: frozenset[str] = frozenset()
@@ -148,7 +163,9 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
     crosstab: dict[str, int] = {}
     compared = 0
     for leaf in result.leaves:
-        if leaf.kind not in kinds or (leaf.shape is None and leaf.eager_value == "None" and leaf.compiled_value == "None"):
+        if leaf.kind not in kinds or (
+            leaf.shape is None and leaf.eager_value == "None" and leaf.compiled_value == "None"
+        ):
             continue  # same() walks a ModelOutput's fields that are set: a field None on both sides is no leaf of its
         if reference is not None and leaf.name in reference.uncompared:
             continue
@@ -165,7 +182,9 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
         if disagrees(leaf.verdict.value, theirs) and len(disagreements) < MAX_LISTED:
             disagreements.append((leaf.name, leaf.verdict.value, theirs))
     if not compared:
-        return PyTorchCheck(description, UNAVAILABLE, unjudged=tuple(unjudged), note="no output it can compare was stored")
+        return PyTorchCheck(
+            description, UNAVAILABLE, unjudged=tuple(unjudged), note="no output it can compare was stored"
+        )
     notes = []
     if rule.kind == OPINFO and rule.values:
         own = f"{compare.own} leaves against {reference.describe}" if reference is not None and compare.own else ""
@@ -175,7 +194,16 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
         notes.append("no fp64 reference: same() with cos_similarity=True, as the harness where its fp64 run fails")
     if unjudged:
         notes.append(f"{len(unjudged)} leaves not judged (their arrays were above the storage limit)")
-    return PyTorchCheck(description, FAIL if failed else PASS, compared, tuple(failed), tuple(unjudged), crosstab, tuple(disagreements), "; ".join(notes))
+    return PyTorchCheck(
+        description,
+        FAIL if failed else PASS,
+        compared,
+        tuple(failed),
+        tuple(unjudged),
+        crosstab,
+        tuple(disagreements),
+        "; ".join(notes),
+    )
 
 
 class _Comparer:
@@ -201,7 +229,9 @@ class _Comparer:
             return False  # same() and assertEqual both fail a shape or dtype mismatch (same() raises on shapes)
         if leaf.numel == 0:
             return True
-        if self.rule.kind == OPINFO and (not self.rule.values or self.reference.random(leaf.name) or leaf.verdict is Verdict.RNG):
+        if self.rule.kind == OPINFO and (
+            not self.rule.values or self.reference.random(leaf.name) or leaf.verdict is Verdict.RNG
+        ):
             # the test compares no values where they are undefined (empty) or random (it finds an op tagged
             # nondeterministic_seeded and passes assert_equal=False): shape, dtype, strides and layout only
             return Symptom.STRIDE not in leaf.symptoms
@@ -209,7 +239,9 @@ class _Comparer:
         if "eager" not in arrays or "compiled" not in arrays:
             return None
         eager = self._tensor(arrays["eager"], leaf.dtype, leaf.shape)
-        compiled = self._tensor(arrays["compiled"], leaf.compiled_dtype or leaf.dtype, leaf.compiled_shape or leaf.shape)
+        compiled = self._tensor(
+            arrays["compiled"], leaf.compiled_dtype or leaf.dtype, leaf.compiled_shape or leaf.shape
+        )
         ref = self._tensor(arrays["ref"], _wide(leaf.dtype), leaf.shape) if "ref" in arrays else None
         if self.rule.kind == SAME:
             from torch._dynamo.utils import same
@@ -217,7 +249,17 @@ class _Comparer:
             # the harness switches to cosine similarity where it cannot make an fp64 reference (check_accuracy)
             cosine = ref is None and self.no_fp64
             try:
-                return bool(same(eager, compiled, fp64_ref=ref, tol=self.rule.tol, equal_nan=True, cos_similarity=cosine, log_error=lambda *a, **k: None))
+                return bool(
+                    same(
+                        eager,
+                        compiled,
+                        fp64_ref=ref,
+                        tol=self.rule.tol,
+                        equal_nan=True,
+                        cos_similarity=cosine,
+                        log_error=lambda *a, **k: None,
+                    )
+                )
             except Exception:  # the harness counts an exception in same() as fail_accuracy
                 return False
         expected = self._own(leaf.name, eager)
@@ -226,10 +268,19 @@ class _Comparer:
             expected = ref if ref is not None else eager
         else:
             self.own += 1
-        expected = expected.to(compiled.dtype) if expected.dtype.is_floating_point or expected.dtype.is_complex else expected
+        expected = (
+            expected.to(compiled.dtype) if expected.dtype.is_floating_point or expected.dtype.is_complex else expected
+        )
         try:
-            self.torch.testing.assert_close(compiled, expected, rtol=self.rule.rtol, atol=self.rule.atol, equal_nan=True,
-                                            check_dtype=True, check_stride=False)
+            self.torch.testing.assert_close(
+                compiled,
+                expected,
+                rtol=self.rule.rtol,
+                atol=self.rule.atol,
+                equal_nan=True,
+                check_dtype=True,
+                check_stride=False,
+            )
         except AssertionError:
             return False
         return True
@@ -240,7 +291,9 @@ class _Comparer:
         if value is None or again is None or again.shape != eager.shape or again.dtype != eager.dtype:
             return None
         if again.dtype.is_floating_point:  # NaN where eager has NaN, the same numbers elsewhere
-            same = self.torch.equal(again.isnan(), eager.isnan()) and self.torch.equal(again.nan_to_num(0.0), eager.nan_to_num(0.0))
+            same = self.torch.equal(again.isnan(), eager.isnan()) and self.torch.equal(
+                again.nan_to_num(0.0), eager.nan_to_num(0.0)
+            )
         else:
             same = self.torch.equal(again, eager)
         return value if same else None
@@ -254,7 +307,9 @@ class _Comparer:
         t = torch.from_numpy(np.array(array))
         target = getattr(torch, dtype or "", None)
         if isinstance(target, torch.dtype) and target.is_complex:
-            t = torch.view_as_complex(t.to(torch.float64 if target == torch.complex128 else torch.float32).contiguous()).to(target)
+            t = torch.view_as_complex(
+                t.to(torch.float64 if target == torch.complex128 else torch.float32).contiguous()
+            ).to(target)
         elif isinstance(target, torch.dtype):
             t = t.to(target)
         return t.reshape(shape) if t.numel() == int(np.prod(shape)) else t

@@ -24,17 +24,20 @@ import socket
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
-from engine.judge.verdicts import ErrorKind
-from engine.runner import Runner, WorkerUnavailable, error_result, output_tail
 from app.sweep.jobs import JobOutcome, error_outcome
 from app.sweep.local_pool import default_slots
 from app.sweep.tasks import CheckTask, MinimizeOutcome, MinimizeTask, check_on, minimize_on
+from engine.judge.verdicts import ErrorKind
+from engine.runner import Runner, WorkerUnavailable, error_result, output_tail
 
 ATTEMPTS = 2  # a job whose actor dies runs once more (on the restarted actor) before it is an error
-BACKSTOP_S = 300.0  # past the check's own timeout (the Runner's limit): time for a worker start, then the actor is killed
+BACKSTOP_S = (
+    300.0  # past the check's own timeout (the Runner's limit): time for a worker start, then the actor is killed
+)
 READY_TIMEOUT_S = 600.0  # for Ray to place the actors and their workers to import torch
 
 T = TypeVar("T")
@@ -98,8 +101,13 @@ def unpack(data: bytes, run_dir: Path) -> None:
 class RayPool:
     """Actors on a Ray cluster: a local instance (`address` None or "local"), or an existing cluster."""
 
-    def __init__(self, address: str | None = None, slots: int | None = None, cache_dir: Path | None = None,
-                 ship_runs: bool = False) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        slots: int | None = None,
+        cache_dir: Path | None = None,
+        ship_runs: bool = False,
+    ) -> None:
         try:
             import ray
         except ImportError:
@@ -109,28 +117,40 @@ class RayPool:
         if not ray.is_initialized():  # a caller (a test, a notebook) may have connected already
             try:
                 if address in (None, "local"):
-                    ray.init(address="local", num_cpus=slots or default_slots(), include_dashboard=False, log_to_driver=False)
+                    ray.init(
+                        address="local", num_cpus=slots or default_slots(), include_dashboard=False, log_to_driver=False
+                    )
                 else:
                     ray.init(address=address, log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise RayUnavailable(f"could not start or reach Ray at {address or 'a local instance'}: {exc}") from None
+                raise RayUnavailable(
+                    f"could not start or reach Ray at {address or 'a local instance'}: {exc}"
+                ) from None
             self.owned = True
         resources = ray.cluster_resources()
         gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
         count = slots or gpus or cpus
         self.notes: list[str] = []
         if gpus and count > gpus:
-            self.notes.append(f"{count} actors asked for, but each takes one of the cluster's {gpus} GPUs: {gpus} started")
+            self.notes.append(
+                f"{count} actors asked for, but each takes one of the cluster's {gpus} GPUs: {gpus} started"
+            )
             count = gpus
         self.slots = count
         # through Ray Client (ray://) this process is on no node of the cluster: every actor is remote
         client = str(address or "").startswith("ray://")
         driver_node = "" if client else ray.get_runtime_context().get_node_id()
         actor_class = ray.remote(CheckActor).options(
-            num_cpus=1, num_gpus=1 if gpus else 0, max_restarts=-1, max_task_retries=ATTEMPTS - 1,
+            num_cpus=1,
+            num_gpus=1 if gpus else 0,
+            max_restarts=-1,
+            max_task_retries=ATTEMPTS - 1,
         )
         # ship_runs=True: actors on this node also send their runs back as archives, as remote ones do
-        self.actors = [actor_class.remote(driver_node, str(cache_dir) if cache_dir else None, bool(ship_runs)) for _ in range(count)]
+        self.actors = [
+            actor_class.remote(driver_node, str(cache_dir) if cache_dir else None, bool(ship_runs))
+            for _ in range(count)
+        ]
         try:
             where = ray.get([a.ready.remote() for a in self.actors], timeout=READY_TIMEOUT_S)
         except Exception as exc:
@@ -140,11 +160,17 @@ class RayPool:
                 "installed in the Python that Ray runs (README: 'A sweep on a multi-GPU Ray cluster')"
             ) from None
         nodes = len({w.split(" pid ")[0] for w in where})
-        self.description = (f"{count} Ray actor{'s' if count != 1 else ''} on {nodes} node{'s' if nodes != 1 else ''}"
-                            f"{', one GPU each' if gpus else ''} ({'a local Ray instance' if self.owned and address in (None, 'local') else 'Ray at ' + (address or 'the connected cluster')})")
+        self.description = (
+            f"{count} Ray actor{'s' if count != 1 else ''} on {nodes} node{'s' if nodes != 1 else ''}"
+            f"{', one GPU each' if gpus else ''} ({'a local Ray instance' if self.owned and address in (None, 'local') else 'Ray at ' + (address or 'the connected cluster')})"
+        )
 
-    def run_checks(self, tasks: Iterable[CheckTask], on_start: Callable[[CheckTask], None],
-                   on_done: Callable[[CheckTask, JobOutcome], None]) -> None:
+    def run_checks(
+        self,
+        tasks: Iterable[CheckTask],
+        on_start: Callable[[CheckTask], None],
+        on_done: Callable[[CheckTask, JobOutcome], None],
+    ) -> None:
         def collect(ref: Any, task: CheckTask, seconds: float, killed: int) -> JobOutcome:
             try:
                 outcome, archive = self._ray.get(ref)
@@ -154,23 +180,48 @@ class RayPool:
                 unpack(archive, task.run_dir)
             return outcome
 
-        self._dispatch(tasks, lambda actor, task: actor.check.remote(task), collect,
-                       lambda task: task.spec.options.timeout_s + BACKSTOP_S, on_start, on_done)
+        self._dispatch(
+            tasks,
+            lambda actor, task: actor.check.remote(task),
+            collect,
+            lambda task: task.spec.options.timeout_s + BACKSTOP_S,
+            on_start,
+            on_done,
+        )
 
-    def run_minimizations(self, tasks: Iterable[MinimizeTask], on_start: Callable[[MinimizeTask], None],
-                          on_done: Callable[[MinimizeTask, MinimizeOutcome], None]) -> None:
+    def run_minimizations(
+        self,
+        tasks: Iterable[MinimizeTask],
+        on_start: Callable[[MinimizeTask], None],
+        on_done: Callable[[MinimizeTask, MinimizeOutcome], None],
+    ) -> None:
         def collect(ref: Any, task: MinimizeTask, seconds: float, killed: int) -> MinimizeOutcome:
             try:
                 return self._ray.get(ref)
             except Exception as exc:
-                return MinimizeOutcome("failed", f"its Ray actor died on each of {ATTEMPTS} attempts: {_first_line(exc)}")
+                return MinimizeOutcome(
+                    "failed", f"its Ray actor died on each of {ATTEMPTS} attempts: {_first_line(exc)}"
+                )
 
         # a minimization has no timeout of its own but its budget; without one only Ray's retries bound it
-        self._dispatch(tasks, lambda actor, task: actor.minimize.remote(task), collect,
-                       lambda task: (task.budget_s or float("inf")) + task.options.timeout_s * 4 + BACKSTOP_S, on_start, on_done)
+        self._dispatch(
+            tasks,
+            lambda actor, task: actor.minimize.remote(task),
+            collect,
+            lambda task: (task.budget_s or float("inf")) + task.options.timeout_s * 4 + BACKSTOP_S,
+            on_start,
+            on_done,
+        )
 
-    def _dispatch(self, tasks: Iterable[T], submit: Callable[[Any, T], Any], collect: Callable[[Any, T, float, int], R],
-                  deadline: Callable[[T], float], on_start: Callable[[T], None], on_done: Callable[[T, R], None]) -> None:
+    def _dispatch(
+        self,
+        tasks: Iterable[T],
+        submit: Callable[[Any, T], Any],
+        collect: Callable[[Any, T, float, int], R],
+        deadline: Callable[[T], float],
+        on_start: Callable[[T], None],
+        on_done: Callable[[T, R], None],
+    ) -> None:
         """Hand each task to an idle actor; report results as they finish (ray.wait), in this thread."""
         waiting = iter(tasks)
         idle = list(self.actors)

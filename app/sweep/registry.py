@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from engine.paths import home
 from app.sweep.state import STATE_FILE
+from engine.paths import home
 
 
 def sweeps_root() -> Path:

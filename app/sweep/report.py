@@ -12,8 +12,9 @@ from __future__ import annotations
 import html
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from app.sweep.jobs import SEVERITY_ORDER
 from app.sweep.pytorch_check import FAIL, PASS, UNAVAILABLE, disagrees
@@ -21,8 +22,16 @@ from app.sweep.state import DONE, BugRow, JobRow, SweepState
 
 JSON_FILE = "sweep.json"
 REPORT_FILE = "report.html"
-VERDICT_COLOURS = {"match": "#2e7d32", "benign": "#7cb342", "precision-cast": "#f9a825", "rng": "#ef6c00", "divergent": "#c62828", "error": "#6a1b9a",
-                   "pending": "#9e9e9e", "running": "#1e88e5"}
+VERDICT_COLOURS = {
+    "match": "#2e7d32",
+    "benign": "#7cb342",
+    "precision-cast": "#f9a825",
+    "rng": "#ef6c00",
+    "divergent": "#c62828",
+    "error": "#6a1b9a",
+    "pending": "#9e9e9e",
+    "running": "#1e88e5",
+}
 TABLE_ROWS = 50
 
 
@@ -44,10 +53,23 @@ def ulp_text(row: JobRow) -> str:
 def table_text(rows: Sequence[JobRow], bugs: Sequence[BugRow] = (), limit: int = TABLE_ROWS) -> str:
     """The end-of-sweep table: the most severe jobs first; the rest are counted, and all are in sweep.json."""
     pytorch = any(r.pytorch is not None for r in rows)
-    header = ("verdict", "program", "options", "worst leaf", "max ULP", "s", "peak MB") + (("PyTorch's check",) if pytorch else ()) + ("run",)
+    header = (
+        ("verdict", "program", "options", "worst leaf", "max ULP", "s", "peak MB")
+        + (("PyTorch's check",) if pytorch else ())
+        + ("run",)
+    )
     body = [
-        (r.verdict or r.status, r.name, r.label or "-", (r.worst_leaf or "-")[:28], ulp_text(r), f"{r.seconds:.1f}" if r.seconds is not None else "-",
-         f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-") + ((pytorch_text(r),) if pytorch else ()) + (r.run_id or "-",)
+        (
+            r.verdict or r.status,
+            r.name,
+            r.label or "-",
+            (r.worst_leaf or "-")[:28],
+            ulp_text(r),
+            f"{r.seconds:.1f}" if r.seconds is not None else "-",
+            f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-",
+        )
+        + ((pytorch_text(r),) if pytorch else ())
+        + (r.run_id or "-",)
         for r in rows[:limit]
     ]
     widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
@@ -55,8 +77,10 @@ def table_text(rows: Sequence[JobRow], bugs: Sequence[BugRow] = (), limit: int =
     if len(rows) > limit:
         lines.append(f"... and {len(rows) - limit} more (less severe) jobs: all are in {JSON_FILE}")
     for bug in bugs:
-        lines.append(f"bug {bug.id}: {bug.description} -- minimization {bug.status}{': ' + bug.message if bug.message else ''}"
-                     + (f" -> {bug.repro}" if bug.repro else ""))
+        lines.append(
+            f"bug {bug.id}: {bug.description} -- minimization {bug.status}{': ' + bug.message if bug.message else ''}"
+            + (f" -> {bug.repro}" if bug.repro else "")
+        )
     return "\n".join(lines)
 
 
@@ -79,7 +103,7 @@ def crosstabs(rows: Sequence[JobRow]) -> tuple[dict[tuple[str, str], int], dict[
             continue
         key = (r.verdict or "?", r.pytorch)
         jobs[key] = jobs.get(key, 0) + 1
-        for pair, n in (r.pytorch_detail.crosstab.items() if r.pytorch_detail is not None else ()):
+        for pair, n in r.pytorch_detail.crosstab.items() if r.pytorch_detail is not None else ():
             ours, _, theirs = pair.partition("|")
             leaves[(ours, theirs)] = leaves.get((ours, theirs), 0) + n
     return jobs, leaves
@@ -129,7 +153,9 @@ def disagreement_text(rows: Sequence[JobRow], limit: int = TABLE_ROWS) -> str:
     if not found:
         lines.append("no disagreement: where one flags, so does the other")
         return "\n".join(lines)
-    lines.append(f"where they disagree ({len(found)} jobs; ours `divergent` where PyTorch's passes: it misses a bug; ours anything else where it fails: it flags noise, or a drift ours explains):")
+    lines.append(
+        f"where they disagree ({len(found)} jobs; ours `divergent` where PyTorch's passes: it misses a bug; ours anything else where it fails: it flags noise, or a drift ours explains):"
+    )
     for r in found[:limit]:
         detail = r.pytorch_detail
         example = ""
@@ -137,7 +163,9 @@ def disagreement_text(rows: Sequence[JobRow], limit: int = TABLE_ROWS) -> str:
             leaf, ours, theirs = detail.disagreements[0]
             more = len(detail.disagreements) - 1
             example = f"  e.g. {leaf}: ours {ours}, PyTorch's {theirs}" + (f" (+{more} more)" if more else "")
-        lines.append(f"  {r.verdict:<14} PyTorch's {pytorch_text(r):<12} {r.name}{' [' + r.label + ']' if r.label else ''}{example}")
+        lines.append(
+            f"  {r.verdict:<14} PyTorch's {pytorch_text(r):<12} {r.name}{' [' + r.label + ']' if r.label else ''}{example}"
+        )
     if len(found) > limit:
         lines.append(f"  ... and {len(found) - limit} more: all are in {JSON_FILE}")
     return "\n".join(lines)
@@ -164,8 +192,11 @@ def _crosstab_json(rows: Sequence[JobRow]) -> dict[str, Any] | None:
     jobs, leaves = crosstabs(rows)
     if not jobs:
         return None
-    return {"jobs": {f"{o}|{t}": n for (o, t), n in jobs.items()}, "leaves": {f"{o}|{t}": n for (o, t), n in leaves.items()},
-            "disagreeing_jobs": [r.key for r in disagreeing(rows)]}
+    return {
+        "jobs": {f"{o}|{t}": n for (o, t), n in jobs.items()},
+        "leaves": {f"{o}|{t}": n for (o, t), n in leaves.items()},
+        "disagreeing_jobs": [r.key for r in disagreeing(rows)],
+    }
 
 
 def write_html(state: SweepState, path: Path | None = None) -> Path:
@@ -181,16 +212,24 @@ def render_html(state: SweepState) -> str:
     totals = summary(state)
     total = max(1, totals["total"])
     bar = "".join(
-        f'<span style="flex:{n};background:{VERDICT_COLOURS.get(v, "#999")}" title="{v}: {n}"></span>' for v, n in totals["counts"].items()
+        f'<span style="flex:{n};background:{VERDICT_COLOURS.get(v, "#999")}" title="{v}: {n}"></span>'
+        for v, n in totals["counts"].items()
     )
-    legend = " · ".join(f'<b style="color:{VERDICT_COLOURS.get(v, "#999")}">{n} {html.escape(v)}</b>' for v, n in totals["counts"].items())
+    legend = " · ".join(
+        f'<b style="color:{VERDICT_COLOURS.get(v, "#999")}">{n} {html.escape(v)}</b>'
+        for v, n in totals["counts"].items()
+    )
     boxes = "".join(
-        f'<label><input type="checkbox" class="vf" value="{v}" checked onchange="f()"> {v}</label> ' for v in totals["counts"]
+        f'<label><input type="checkbox" class="vf" value="{v}" checked onchange="f()"> {v}</label> '
+        for v in totals["counts"]
     )
     pytorch = any(r.pytorch is not None for r in rows)
     job_rows = "\n".join(_job_row(r, pytorch) for r in rows)
     agreement = _agreement_html(rows)
-    bug_rows = "\n".join(_bug_row(b, state) for b in bugs) or '<p class="muted">No bugs grouped: run the sweep with --minimize to group divergent jobs by bug and minimize each.</p>'
+    bug_rows = (
+        "\n".join(_bug_row(b, state) for b in bugs)
+        or '<p class="muted">No bugs grouped: run the sweep with --minimize to group divergent jobs by bug and minimize each.</p>'
+    )
     command = html.escape(" ".join(meta.get("command", [])) or "divergence sweep")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Divergence sweep: {html.escape(state.dir.name)}</title>
@@ -234,14 +273,18 @@ def _job_row(r: JobRow, pytorch: bool = False) -> str:
     kind = f" ({html.escape(r.error_kind)})" if r.error_kind else ""
     theirs = ""
     if pytorch:
-        title = html.escape(r.pytorch_detail.rule + (": " + r.pytorch_detail.note if r.pytorch_detail.note else "")) if r.pytorch_detail else ""
+        title = (
+            html.escape(r.pytorch_detail.rule + (": " + r.pytorch_detail.note if r.pytorch_detail.note else ""))
+            if r.pytorch_detail
+            else ""
+        )
         theirs = f'<td title="{title}">{html.escape(pytorch_text(r))}</td>'
     return (
         f'<tr data-v="{html.escape(verdict or "")}"><td class="v" style="color:{colour}">{html.escape(verdict or "")}{kind}</td>'
         f'<td title="{html.escape(r.program)}">{html.escape(r.name)}</td><td>{html.escape(r.label or "-")}</td>'
-        f'<td>{html.escape(r.worst_leaf or "-")}</td><td>{ulp_text(r)}</td><td>{f"{r.seconds:.1f}" if r.seconds is not None else "-"}</td>'
-        f'<td>{f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-"}</td>{theirs}'
-        f'<td><code>{html.escape(r.run_id or "-")}</code></td><td>{html.escape(r.explanation or "")}</td></tr>'
+        f"<td>{html.escape(r.worst_leaf or '-')}</td><td>{ulp_text(r)}</td><td>{f'{r.seconds:.1f}' if r.seconds is not None else '-'}</td>"
+        f"<td>{f'{r.peak_rss_mb:.0f}' if r.peak_rss_mb is not None else '-'}</td>{theirs}"
+        f"<td><code>{html.escape(r.run_id or '-')}</code></td><td>{html.escape(r.explanation or '')}</td></tr>"
     )
 
 
@@ -253,8 +296,10 @@ def _agreement_html(rows: Sequence[JobRow]) -> str:
 
     def grid(counts: dict[tuple[str, str], int], what: str) -> str:
         head = "".join(f"<th>PyTorch's {c}</th>" for c in PYTORCH_COLUMNS)
-        body = "".join(f"<tr><td>{v}</td>" + "".join(f"<td>{n}</td>" for n in row) + "</tr>" for v, row in crosstab_rows(counts))
-        return f"<table style=\"width:auto;display:inline-table;margin-right:2em\"><thead><tr><th>{what}</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+        body = "".join(
+            f"<tr><td>{v}</td>" + "".join(f"<td>{n}</td>" for n in row) + "</tr>" for v, row in crosstab_rows(counts)
+        )
+        return f'<table style="width:auto;display:inline-table;margin-right:2em"><thead><tr><th>{what}</th>{head}</tr></thead><tbody>{body}</tbody></table>'
 
     found = disagreeing(rows)
     items = "".join(
@@ -263,11 +308,16 @@ def _agreement_html(rows: Sequence[JobRow]) -> str:
         for r in found
     )
     rules = "; ".join(sorted({r.pytorch_detail.rule for r in rows if r.pytorch_detail is not None}))
-    listing = (f"<table><thead><tr><th>ours</th><th>PyTorch's</th><th>program</th><th>leaves</th></tr></thead><tbody>{items}</tbody></table>"
-               if found else "<p>No disagreement: where one flags, so does the other.</p>")
-    return (f"<h2>PyTorch's own check beside ours</h2><p class=\"muted\">{html.escape(rules)}</p>"
-            f"{grid(jobs, 'jobs: ours')}{grid(leaves, 'leaves: ours') if leaves else ''}"
-            f"<h3>Where they disagree ({len(found)} jobs)</h3>{listing}")
+    listing = (
+        f"<table><thead><tr><th>ours</th><th>PyTorch's</th><th>program</th><th>leaves</th></tr></thead><tbody>{items}</tbody></table>"
+        if found
+        else "<p>No disagreement: where one flags, so does the other.</p>"
+    )
+    return (
+        f'<h2>PyTorch\'s own check beside ours</h2><p class="muted">{html.escape(rules)}</p>'
+        f"{grid(jobs, 'jobs: ours')}{grid(leaves, 'leaves: ours') if leaves else ''}"
+        f"<h3>Where they disagree ({len(found)} jobs)</h3>{listing}"
+    )
 
 
 def _bug_row(b: BugRow, state: SweepState) -> str:
@@ -276,5 +326,7 @@ def _bug_row(b: BugRow, state: SweepState) -> str:
     if b.repro and Path(b.repro).is_file():
         repro = f"<details><summary>repro.py</summary><pre>{html.escape(Path(b.repro).read_text())}</pre></details>"
     names = ", ".join(sorted({html.escape(r.name + (" " + r.label if r.label else "")) for r in jobs}))
-    return (f'<h3><code>{b.id}</code> {html.escape(b.description)}</h3><p>{len(jobs)} job{"s" if len(jobs) != 1 else ""}: {names}<br>'
-            f'minimization <b>{html.escape(b.status)}</b>{": " + html.escape(b.message) if b.message else ""}</p>{repro}')
+    return (
+        f"<h3><code>{b.id}</code> {html.escape(b.description)}</h3><p>{len(jobs)} job{'s' if len(jobs) != 1 else ''}: {names}<br>"
+        f"minimization <b>{html.escape(b.status)}</b>{': ' + html.escape(b.message) if b.message else ''}</p>{repro}"
+    )

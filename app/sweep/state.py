@@ -20,14 +20,15 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from engine.judge.verdicts import ErrorKind, Verdict
-from engine.result import RESULT_FILE, CheckResult
 from app.sweep.jobs import SEVERITY_ORDER, JobOutcome, JobSpec, outcome_of
 from app.sweep.pytorch_check import PyTorchCheck
+from engine.judge.verdicts import ErrorKind, Verdict
+from engine.result import RESULT_FILE, CheckResult
 
 STATE_FILE = "sweep.sqlite"
 LOCK_FILE = ".lock"
@@ -164,7 +165,9 @@ class SweepState:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
-                raise SweepBusy(f"another sweep is running in {self.dir} (it holds {self.dir / LOCK_FILE}); wait for it or choose another -o") from None
+                raise SweepBusy(
+                    f"another sweep is running in {self.dir} (it holds {self.dir / LOCK_FILE}); wait for it or choose another -o"
+                ) from None
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
             self._lock_fd = fd
@@ -229,7 +232,10 @@ class SweepState:
         conn = self._connect()
         try:
             with conn:
-                conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [(k, json.dumps(v)) for k, v in values.items()])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    [(k, json.dumps(v)) for k, v in values.items()],
+                )
         finally:
             conn.close()
 
@@ -268,17 +274,34 @@ class SweepState:
                     if row is None:
                         conn.execute(
                             "INSERT INTO jobs (key, position, program, label, options, source_sha, status, info) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (spec.key, spec.position, spec.program, spec.label, json.dumps(spec.options.to_json()), spec.source_sha, PENDING, info),
+                            (
+                                spec.key,
+                                spec.position,
+                                spec.program,
+                                spec.label,
+                                json.dumps(spec.options.to_json()),
+                                spec.source_sha,
+                                PENDING,
+                                info,
+                            ),
                         )
                         todo.append(spec)
                         continue
-                    redo = row["status"] != DONE or row["source_sha"] != spec.source_sha or (retry_errors and row["verdict"] == Verdict.ERROR.value)
+                    redo = (
+                        row["status"] != DONE
+                        or row["source_sha"] != spec.source_sha
+                        or (retry_errors and row["verdict"] == Verdict.ERROR.value)
+                    )
                     # the limits are not part of the key: keep the ones this run was given
-                    conn.execute("UPDATE jobs SET position = ?, label = ?, options = ?, info = ? WHERE key = ?",
-                                 (spec.position, spec.label, json.dumps(spec.options.to_json()), info, spec.key))
+                    conn.execute(
+                        "UPDATE jobs SET position = ?, label = ?, options = ?, info = ? WHERE key = ?",
+                        (spec.position, spec.label, json.dumps(spec.options.to_json()), info, spec.key),
+                    )
                     if redo:
-                        conn.execute("UPDATE jobs SET status = ?, source_sha = ?, bug = NULL, pytorch = NULL, pytorch_detail = NULL WHERE key = ?",
-                                     (PENDING, spec.source_sha, spec.key))
+                        conn.execute(
+                            "UPDATE jobs SET status = ?, source_sha = ?, bug = NULL, pytorch = NULL, pytorch_detail = NULL WHERE key = ?",
+                            (PENDING, spec.source_sha, spec.key),
+                        )
                         todo.append(spec)
         finally:
             conn.close()
@@ -296,22 +319,42 @@ class SweepState:
                 self.finish(row["key"], outcome_of(result, run_dir, seconds, "recovered after the sweep stopped"))
                 adopted += 1
             else:
-                self._write("UPDATE jobs SET status = ?, run_dir = NULL WHERE key = ? AND status = ?", (PENDING, row["key"], RUNNING))
+                self._write(
+                    "UPDATE jobs SET status = ?, run_dir = NULL WHERE key = ? AND status = ?",
+                    (PENDING, row["key"], RUNNING),
+                )
                 reset += 1
         self._write("UPDATE bugs SET status = ? WHERE status = ?", (QUEUED, RUNNING))
         return adopted, reset
 
     # -- jobs --
     def start(self, key: str, run_dir: Path) -> None:
-        self._write("UPDATE jobs SET status = ?, run_dir = ?, started = ? WHERE key = ?", (RUNNING, str(run_dir), time.time(), key))
+        self._write(
+            "UPDATE jobs SET status = ?, run_dir = ?, started = ? WHERE key = ?",
+            (RUNNING, str(run_dir), time.time(), key),
+        )
 
     def finish(self, key: str, outcome: JobOutcome) -> None:
         self._write(
             "UPDATE jobs SET status = ?, verdict = ?, error_kind = ?, explanation = ?, worst_leaf = ?, worst_ulp = ?, max_abs = ?,"
             " symptoms = ?, seconds = ?, run_dir = ?, where_ran = ?, finished = ?, bug = NULL, peak_rss_mb = ?, pytorch = NULL,"
             " pytorch_detail = NULL WHERE key = ?",
-            (DONE, outcome.verdict.value, outcome.error_kind, outcome.explanation, outcome.worst_leaf, outcome.worst_ulp, outcome.max_abs,
-             json.dumps(list(outcome.symptoms)), outcome.seconds, outcome.run_dir, outcome.where, time.time(), outcome.peak_rss_mb, key),
+            (
+                DONE,
+                outcome.verdict.value,
+                outcome.error_kind,
+                outcome.explanation,
+                outcome.worst_leaf,
+                outcome.worst_ulp,
+                outcome.max_abs,
+                json.dumps(list(outcome.symptoms)),
+                outcome.seconds,
+                outcome.run_dir,
+                outcome.where,
+                time.time(),
+                outcome.peak_rss_mb,
+                key,
+            ),
         )
 
     def set_pytorch(self, key: str, check: PyTorchCheck) -> None:
@@ -333,7 +376,9 @@ class SweepState:
         return rows
 
     def by_severity(self) -> list[JobRow]:
-        return sorted(self.jobs(), key=lambda r: (r.status != DONE, severity_rank(r.verdict), -(r.worst_ulp or 0.0), r.position))
+        return sorted(
+            self.jobs(), key=lambda r: (r.status != DONE, severity_rank(r.verdict), -(r.worst_ulp or 0.0), r.position)
+        )
 
     def counts(self) -> dict[str, int]:
         """Finished jobs by verdict, plus `pending` and `running`."""
@@ -363,8 +408,15 @@ class SweepState:
     def start_bug(self, bug_id: str) -> None:
         self._write("UPDATE bugs SET status = ?, started = ? WHERE id = ?", (RUNNING, time.time(), bug_id))
 
-    def end_bug(self, bug_id: str, status: str, message: str, tokens_before: int | None = None, tokens_after: int | None = None,
-                repro: str | None = None) -> None:
+    def end_bug(
+        self,
+        bug_id: str,
+        status: str,
+        message: str,
+        tokens_before: int | None = None,
+        tokens_after: int | None = None,
+        repro: str | None = None,
+    ) -> None:
         self._write(
             "UPDATE bugs SET status = ?, message = ?, tokens_before = ?, tokens_after = ?, repro = ?, finished = ? WHERE id = ?",
             (status, message, tokens_before, tokens_after, repro, time.time(), bug_id),
@@ -372,11 +424,21 @@ class SweepState:
 
     def bugs(self) -> list[BugRow]:
         return [
-            BugRow(r["id"], r["description"], r["representative"], r["status"], r["message"], r["tokens_before"], r["tokens_after"], r["repro"], r["finished"])
+            BugRow(
+                r["id"],
+                r["description"],
+                r["representative"],
+                r["status"],
+                r["message"],
+                r["tokens_before"],
+                r["tokens_after"],
+                r["repro"],
+                r["finished"],
+            )
             for r in self._rows("SELECT * FROM bugs ORDER BY rowid")
         ]
 
-    def __enter__(self) -> "SweepState":
+    def __enter__(self) -> SweepState:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -392,13 +454,29 @@ def _stored_result(run_dir: Path) -> CheckResult | None:
 
 def _job(row: sqlite3.Row) -> JobRow:
     return JobRow(
-        key=row["key"], position=row["position"], program=row["program"], label=row["label"], options=json.loads(row["options"]),
-        status=row["status"], verdict=row["verdict"], error_kind=row["error_kind"], explanation=row["explanation"],
-        worst_leaf=row["worst_leaf"], worst_ulp=row["worst_ulp"], max_abs=row["max_abs"],
-        symptoms=tuple(json.loads(row["symptoms"] or "[]")), seconds=row["seconds"], run_dir=row["run_dir"],
-        where_ran=row["where_ran"], finished=row["finished"], bug=row["bug"],
-        peak_rss_mb=_column(row, "peak_rss_mb"), pytorch=_column(row, "pytorch"),
-        pytorch_detail=PyTorchCheck.from_json(json.loads(detail)) if (detail := _column(row, "pytorch_detail")) else None,
+        key=row["key"],
+        position=row["position"],
+        program=row["program"],
+        label=row["label"],
+        options=json.loads(row["options"]),
+        status=row["status"],
+        verdict=row["verdict"],
+        error_kind=row["error_kind"],
+        explanation=row["explanation"],
+        worst_leaf=row["worst_leaf"],
+        worst_ulp=row["worst_ulp"],
+        max_abs=row["max_abs"],
+        symptoms=tuple(json.loads(row["symptoms"] or "[]")),
+        seconds=row["seconds"],
+        run_dir=row["run_dir"],
+        where_ran=row["where_ran"],
+        finished=row["finished"],
+        bug=row["bug"],
+        peak_rss_mb=_column(row, "peak_rss_mb"),
+        pytorch=_column(row, "pytorch"),
+        pytorch_detail=PyTorchCheck.from_json(json.loads(detail))
+        if (detail := _column(row, "pytorch_detail"))
+        else None,
         info=json.loads(info) if (info := _column(row, "info")) else None,
     )
 
@@ -406,4 +484,3 @@ def _job(row: sqlite3.Row) -> JobRow:
 def _column(row: sqlite3.Row, name: str) -> Any:
     """A column added after the first state files: None in a file no sweep has opened since (the app reads old ones)."""
     return row[name] if name in row.keys() else None
-

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
+from app.sweep.jobs import JobOutcome, JobSpec, outcome_of
 from engine.options import CheckOptions
 from engine.runner import Runner
-from app.sweep.jobs import JobOutcome, JobSpec, outcome_of
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,9 @@ class MinimizeTask:
     budget_s: float | None = None
     shrinkray: bool = True
     ablation: bool = True  # the issue body's ablation over backends (about six more checks)
-    wider: str | None = None  # a zoo sample's program with the samples before it: minimized when the sample alone does not diverge
+    wider: str | None = (
+        None  # a zoo sample's program with the samples before it: minimized when the sample alone does not diverge
+    )
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,19 @@ class Pool(Protocol):
     slots: int
     description: str
 
-    def run_checks(self, tasks: Iterable[CheckTask], on_start: Callable[[CheckTask], None],
-                   on_done: Callable[[CheckTask, JobOutcome], None]) -> None: ...
+    def run_checks(
+        self,
+        tasks: Iterable[CheckTask],
+        on_start: Callable[[CheckTask], None],
+        on_done: Callable[[CheckTask, JobOutcome], None],
+    ) -> None: ...
 
-    def run_minimizations(self, tasks: Iterable[MinimizeTask], on_start: Callable[[MinimizeTask], None],
-                          on_done: Callable[[MinimizeTask, MinimizeOutcome], None]) -> None: ...
+    def run_minimizations(
+        self,
+        tasks: Iterable[MinimizeTask],
+        on_start: Callable[[MinimizeTask], None],
+        on_done: Callable[[MinimizeTask, MinimizeOutcome], None],
+    ) -> None: ...
 
     def close(self) -> None: ...
 
@@ -77,8 +88,15 @@ def minimize_on(runner: Runner, task: MinimizeTask, work_dir: Path, checkpoint_r
 
     def run(source: str) -> Any:
         return minimize(
-            source, task.options, runner, work_dir, budget_s=task.budget_s, checkpoint_root=checkpoint_root,
-            use_shrinkray=task.shrinkray, ablation=task.ablation, filename=Path(task.filename).name,
+            source,
+            task.options,
+            runner,
+            work_dir,
+            budget_s=task.budget_s,
+            checkpoint_root=checkpoint_root,
+            use_shrinkray=task.shrinkray,
+            ablation=task.ablation,
+            filename=Path(task.filename).name,
         )
 
     alone = ""
@@ -99,7 +117,9 @@ def minimize_on(runner: Runner, task: MinimizeTask, work_dir: Path, checkpoint_r
     if not result.confirmed:
         verdict += "; FLAKY: the final candidate did not reproduce when re-checked"
     message = f"{alone}{before} -> {after} tokens ({result.initial.lines} -> {result.final.lines} lines) in {result.elapsed_s:.0f} s, {result.oracle_calls} checks; {verdict}"
-    return MinimizeOutcome("done", message, before, after, result.minimized, result.repro, result.report, result.repro_verified)
+    return MinimizeOutcome(
+        "done", message, before, after, result.minimized, result.repro, result.report, result.repro_verified
+    )
 
 
 def write_minimization(task: MinimizeTask, outcome: MinimizeOutcome) -> Path | None:

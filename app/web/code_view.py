@@ -18,9 +18,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -30,13 +31,37 @@ from engine.localization.reports import IntermediatesReport, NodeDiff, NodeSite
 from engine.provenance import TRACKED, KernelOrigin, definition_span
 
 # light, distinguishable backgrounds (ColorBrewer's Paired and Set3 tones), in legend order
-PALETTE = ("#a6cee3", "#fdbf6f", "#b2df8a", "#fb9a99", "#cab2d6", "#ffff99", "#8dd3c7", "#fccde5", "#bebada", "#d9d9d9", "#ccebc5", "#ffed6f")
+PALETTE = (
+    "#a6cee3",
+    "#fdbf6f",
+    "#b2df8a",
+    "#fb9a99",
+    "#cab2d6",
+    "#ffff99",
+    "#8dd3c7",
+    "#fccde5",
+    "#bebada",
+    "#d9d9d9",
+    "#ccebc5",
+    "#ffed6f",
+)
 HEIGHT = 640
 _KEYWORDS = re.compile(
     r"\b(def|return|import|from|as|class|for|in|if|else|elif|while|with|del|None|True|False|lambda|"
     r"void|const|auto|float|double|int|int64_t|bool|extern|include|pragma|static|inline|template|tl|triton)\b"
 )
-_DTYPE_ABBREV = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "b8": "bool"}
+_DTYPE_ABBREV = {
+    "f32": "float32",
+    "f64": "float64",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "b8": "bool",
+}
 
 
 @dataclass(frozen=True)
@@ -103,7 +128,9 @@ class Divergence:
     text: str
 
 
-def place_divergence(modules: Sequence[OutputCode], report: IntermediatesReport | None, program: str | None = None) -> Divergence | None:
+def place_divergence(
+    modules: Sequence[OutputCode], report: IntermediatesReport | None, program: str | None = None
+) -> Divergence | None:
     """Where the localization's first diverging node sits in this check's own provenance.
 
     Localization compiles an instrumented copy of the program (every intermediate an output) in a compile of
@@ -125,7 +152,14 @@ def place_divergence(modules: Sequence[OutputCode], report: IntermediatesReport 
         if placed is not None:
             kernel, at = placed
             return Divergence(first.node, first.op, module.label, kernel, at, _figures(report))
-    return Divergence(first.node, first.op, None, None, line, _figures(report) + " (the node is not in this check's own graph, and no kernel of it has the same origin)")
+    return Divergence(
+        first.node,
+        first.op,
+        None,
+        None,
+        line,
+        _figures(report) + " (the node is not in this check's own graph, and no kernel of it has the same origin)",
+    )
 
 
 def _verified_line(site: NodeSite, program: str | None) -> int | None:
@@ -156,7 +190,9 @@ def _place_in(module: OutputCode, first: NodeDiff, line: int | None) -> tuple[st
         ops = {n.name: n.op for n in prov.nodes}
         made_from.sort(key=lambda k: not any(_same_op(ops.get(n, ""), first.op) for n in k.nodes))
         kernel = made_from[0]
-        return kernel.name, line if line is not None else (kernel.line_numbers[0] if len(kernel.line_numbers) == 1 else None)
+        return kernel.name, line if line is not None else (
+            kernel.line_numbers[0] if len(kernel.line_numbers) == 1 else None
+        )
     if line is not None:
         same = [n for n in prov.nodes if n.line == line and _same_op(n.op, first.op)]
         if same:
@@ -196,7 +232,9 @@ def _comment_start(text: str, language: str = "python") -> int | None:
                 quote = None
         elif ch in "'\"":
             quote = ch
-        elif ch == "#" and (language == "python" or not text[i + 1 : i + 8].startswith(("include", "pragma", "define"))):
+        elif ch == "#" and (
+            language == "python" or not text[i + 1 : i + 8].startswith(("include", "pragma", "define"))
+        ):
             return i
         elif ch == "/" and language == "cpp" and text[i + 1 : i + 2] == "/":
             return i
@@ -216,7 +254,13 @@ def _cpp_lines(module: OutputCode) -> set[int]:
     return lines
 
 
-def view_data(program: str, program_name: str, modules: Sequence[OutputCode], divergence: Divergence | None = None, focus: str | None = None) -> dict[str, Any]:
+def view_data(
+    program: str,
+    program_name: str,
+    modules: Sequence[OutputCode],
+    divergence: Divergence | None = None,
+    focus: str | None = None,
+) -> dict[str, Any]:
     """Everything the browser side needs, as plain JSON (also what the tests inspect)."""
     kernels: list[dict[str, Any]] = []
     out_lines: list[dict[str, Any]] = []
@@ -239,8 +283,15 @@ def view_data(program: str, program_name: str, modules: Sequence[OutputCode], di
             lines = [s.line for s in k.lines] if prov is not None and prov.status == TRACKED else []
             kernels.append(
                 {
-                    "key": key, "name": k.name, "module": module.label, "color": color, "lines": lines, "extern": k.extern,
-                    "nodes": list(k.nodes), "source_nodes": list(k.source_nodes), "ops": len(k.nodes),
+                    "key": key,
+                    "name": k.name,
+                    "module": module.label,
+                    "color": color,
+                    "lines": lines,
+                    "extern": k.extern,
+                    "nodes": list(k.nodes),
+                    "source_nodes": list(k.source_nodes),
+                    "ops": len(k.nodes),
                 }
             )
             for a, b in k.wrapper_spans:
@@ -248,17 +299,27 @@ def view_data(program: str, program_name: str, modules: Sequence[OutputCode], di
                     owner.setdefault(n, key)
         cpp = _cpp_lines(module)
         for number, text in enumerate(module.source.splitlines(), 1):
-            out_lines.append({"n": number, "html": _highlight(text, "cpp" if number in cpp else "python"), "k": owner.get(number)})
+            out_lines.append(
+                {"n": number, "html": _highlight(text, "cpp" if number in cpp else "python"), "k": owner.get(number)}
+            )
         if first == len(out_lines):
             out_lines.append({"n": 0, "html": "(empty)", "k": None})
     nodes = [
         {"name": n.name, "op": n.op, "line": n.line, "module": m.label}
-        for m in modules if m.provenance is not None and m.provenance.status == TRACKED for n in m.provenance.nodes
+        for m in modules
+        if m.provenance is not None and m.provenance.status == TRACKED
+        for n in m.provenance.nodes
     ]
     div = None
     if divergence is not None:
         key = kernel_key(divergence.module, divergence.kernel) if divergence.module and divergence.kernel else None
-        div = {"node": divergence.node, "op": divergence.op, "kernel": key, "line": divergence.line, "text": divergence.text}
+        div = {
+            "node": divergence.node,
+            "op": divergence.op,
+            "kernel": key,
+            "line": divergence.line,
+            "text": divergence.text,
+        }
     return {
         "program": [_highlight(t, "python") for t in program.splitlines()],
         "program_text": program.splitlines(),
@@ -451,17 +512,24 @@ def render(record: RunRecord, result: CheckResult, tri: CheckResult | None, loca
     chosen, which = result, "this check"
     if tri is not None and tri.code.output_code:
         label = st.radio(
-            "Output code of", ["This check", "Triton on CPU (interpreted)"], horizontal=True, key=f"cv_which:{record.id}",
+            "Output code of",
+            ["This check", "Triton on CPU (interpreted)"],
+            horizontal=True,
+            key=f"cv_which:{record.id}",
             help="the Triton-on-CPU pass compiles the same program with Inductor's Triton backend",
         )
         if label != "This check":
             chosen, which = tri, "Triton on CPU"
     if not chosen.code.output_code:
-        st.info("No output code was captured, so there is nothing to map (the backend writes none, or the check stopped before compiling).")
+        st.info(
+            "No output code was captured, so there is nothing to map (the backend writes none, or the check stopped before compiling)."
+        )
         return
     snippet = Path(record.run_dir) / "snippet.py"
     program = snippet.read_text() if snippet.exists() else ""
-    divergence = place_divergence(chosen.code.output_code, localization.intermediates if localization and which == "this check" else None, program)
+    divergence = place_divergence(
+        chosen.code.output_code, localization.intermediates if localization and which == "this check" else None, program
+    )
     names = {o.provenance.program for o in chosen.code.output_code if o.provenance is not None and o.provenance.program}
     data = view_data(program, next(iter(names), "snippet.py"), chosen.code.output_code, divergence)
     st.iframe(document(data), height=HEIGHT)

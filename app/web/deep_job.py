@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, cast
+from typing import cast
 
-from app.web.minimize_job import Stopped, StoppableRunner
+from app.web.minimize_job import StoppableRunner, Stopped
 from engine import Runner
 
 # states of a job
@@ -50,7 +51,7 @@ class DeepJob:
         self._started = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
-    def start(self) -> "DeepJob":
+    def start(self) -> DeepJob:
         self._thread.start()
         return self
 
@@ -66,7 +67,9 @@ class DeepJob:
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            return Snapshot(self._state, time.monotonic() - self._started, tuple(self._notes), self._runner.stopping, self._message)
+            return Snapshot(
+                self._state, time.monotonic() - self._started, tuple(self._notes), self._runner.stopping, self._message
+            )
 
     def _note(self, text: str) -> None:
         with self._lock:

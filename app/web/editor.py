@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Callable, MutableMapping
+from typing import Any
 
 import streamlit as st
 
@@ -83,7 +84,9 @@ def program_name(source: str) -> str:
     classes = [n.name for n in body if isinstance(n, ast.ClassDef)]
     functions = [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     named = [n for n in functions if n not in _ENTRY_POINTS]
-    assigned = [t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name) and t.id == "fn"]
+    assigned = [
+        t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name) and t.id == "fn"
+    ]
     first = (classes or named or [c for c in [_computes(body)] if c] or functions or assigned or [None])[0]
     return f"{first} (pasted)" if first else "pasted program"
 
@@ -96,7 +99,12 @@ def _computes(body: list[ast.stmt]) -> str | None:
             returns = [s for s in node.body if isinstance(s, ast.Return) and s.value is not None]
             value = returns[-1].value if returns else None
             if isinstance(value, ast.Name):  # `return out`: what `out` was last set to
-                sets = [s.value for s in node.body if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in s.targets)]
+                sets = [
+                    s.value
+                    for s in node.body
+                    if isinstance(s, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == value.id for t in s.targets)
+                ]
                 value = sets[-1] if sets else value
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "fn" for t in node.targets):
             value = node.value.body if isinstance(node.value, ast.Lambda) else node.value
@@ -162,7 +170,13 @@ def render(on_edit: Callable[[], None], placeholder: str) -> None:
     if state.get(MODE) not in offer.modes:
         state[MODE] = offer.modes[0]
     if len(offer.modes) > 1:
-        st.radio("Editor", offer.modes, key=MODE, horizontal=True, format_func=lambda m: "highlighted" if m == HIGHLIGHTED else "plain text")
+        st.radio(
+            "Editor",
+            offer.modes,
+            key=MODE,
+            horizontal=True,
+            format_func=lambda m: "highlighted" if m == HIGHLIGHTED else "plain text",
+        )
     component = _component() if state[MODE] == HIGHLIGHTED else None
     # one container either way, so what follows the editor (the Run button) keeps its place in the page when
     # the mode changes: a moved element is briefly there twice, the stale copy beside the new one

@@ -20,9 +20,9 @@ memory-mapped values only for other slices, metrics' full-resolution blocks, and
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -108,7 +108,11 @@ def element_metric(arrays: Mapping[str, np.ndarray], metric: Metric, dtype: str 
     identical = bits_identical(eager, compiled)
     with np.errstate(all="ignore"):
         if metric is Metric.ULP:  # stored by runs of the old format; computed from the values since
-            value = np.asarray(arrays["ulp"], dtype=np.float64) if "ulp" in arrays else views.ulp_distance(eager, compiled, dtype)
+            value = (
+                np.asarray(arrays["ulp"], dtype=np.float64)
+                if "ulp" in arrays
+                else views.ulp_distance(eager, compiled, dtype)
+            )
         elif not _is_float(eager) or not _is_float(compiled):
             value = np.abs(eager.astype(np.float64) - compiled.astype(np.float64))
         else:
@@ -159,7 +163,9 @@ def take_slice(arrays: Mapping[str, np.ndarray], spec: SliceSpec) -> dict[str, n
     """2-D views (rows x cols) of every array; no copies."""
     out: dict[str, np.ndarray] = {}
     for name, a in arrays.items():
-        key: list[int | slice] = [slice(None) if d in (spec.row_dim, spec.col_dim) else spec.index[d] for d in range(a.ndim)]
+        key: list[int | slice] = [
+            slice(None) if d in (spec.row_dim, spec.col_dim) else spec.index[d] for d in range(a.ndim)
+        ]
         view = a[tuple(key)]
         if spec.row_dim is None:
             view = view.reshape(1, -1)
@@ -219,7 +225,9 @@ def pool_max(value: np.ndarray, block: tuple[int, int]) -> Pooled:
 TILE_ELEMENTS = 1 << 18  # a tile's float64 temporaries stay in cache; whole-slice temporaries thrash memory
 
 
-def pooled_metric(sliced: Mapping[str, np.ndarray], metric: Metric, block: tuple[int, int], dtype: str | None = None) -> Pooled:
+def pooled_metric(
+    sliced: Mapping[str, np.ndarray], metric: Metric, block: tuple[int, int], dtype: str | None = None
+) -> Pooled:
     """The metric of a 2-D slice pooled into blocks, computed tile by tile (tiles are whole blocks)."""
     h, w = sliced["eager"].shape
     by, bx = block
@@ -255,7 +263,7 @@ class LogScale:
 
 def decade_label(exponent: int) -> str:
     if -2 <= exponent <= 3:
-        return f"{10.0 ** exponent:g}"
+        return f"{10.0**exponent:g}"
     return f"1e{exponent}"
 
 
@@ -387,7 +395,9 @@ def summary_metrics(summary: Mapping[str, np.ndarray]) -> tuple[Metric, ...]:
     return tuple(m for m in Metric if f"worst.{m.value}.position" in summary)
 
 
-def summary_pooled(summary: Mapping[str, np.ndarray], metric: Metric, spec: SliceSpec, shape: Sequence[int]) -> Pooled | None:
+def summary_pooled(
+    summary: Mapping[str, np.ndarray], metric: Metric, spec: SliceSpec, shape: Sequence[int]
+) -> Pooled | None:
     """The check's block maxima (engine.judge.summary) when they are of this metric and slice, else None."""
     if f"pool.{metric.value}.value" not in summary or "pool.slice" not in summary:
         return None
@@ -399,7 +409,9 @@ def summary_pooled(summary: Mapping[str, np.ndarray], metric: Metric, spec: Slic
     by, bx = (int(v) for v in summary["pool.block"])
     key = f"pool.{metric.value}"
     hover = {k: summary[f"{key}.{k}"] for k in ("eager", "compiled", "ref") if f"{key}.{k}" in summary}
-    value, rows, cols = (summary[f"{key}.{k}"].astype(t) for k, t in (("value", np.float64), ("row", np.int64), ("col", np.int64)))
+    value, rows, cols = (
+        summary[f"{key}.{k}"].astype(t) for k, t in (("value", np.float64), ("row", np.int64), ("col", np.int64))
+    )
     return Pooled(value, rows, cols, (by, bx), (h, int(shape[spec.col_dim])), hover)
 
 
@@ -410,21 +422,46 @@ def _at_worst(sliced: Mapping[str, np.ndarray], pooled: Pooled) -> Mapping[str, 
     return {k: sliced[k][pooled.worst_row, pooled.worst_col] for k in ("eager", "compiled", "ref") if k in sliced}
 
 
-def _heatmap_figure(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metric, spec: SliceSpec, title: str) -> HeatmapView:
+def _heatmap_figure(
+    sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metric, spec: SliceSpec, title: str
+) -> HeatmapView:
     scale = log_scale(pooled.value, metric)
     z = to_colour(pooled.value, scale)
     colours = dict(
         colorscale=DIVERGING if scale.diverging else SEQUENTIAL,
         zmin=scale.zmin,
         zmax=scale.zmax,
-        colorbar=dict(title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)),
+        colorbar=dict(
+            title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)
+        ),
     )
     if not pooled.pooled:
-        custom, names = _channels(_at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, pooled.value, with_index=False)
-        trace = go.Heatmap(z=z, customdata=custom, hovertemplate=_hovertemplate(names, spec, metric, False), hoverongaps=False, name="heatmap", **colours)
+        custom, names = _channels(
+            _at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, pooled.value, with_index=False
+        )
+        trace = go.Heatmap(
+            z=z,
+            customdata=custom,
+            hovertemplate=_hovertemplate(names, spec, metric, False),
+            hoverongaps=False,
+            name="heatmap",
+            **colours,
+        )
         fig = go.Figure(trace)
     else:
-        fig = go.Figure([go.Heatmap(z=z, x=block_starts(pooled, 1), y=block_starts(pooled, 0), hoverinfo="skip", name="heatmap", **colours), block_markers(sliced, pooled, metric, spec)])
+        fig = go.Figure(
+            [
+                go.Heatmap(
+                    z=z,
+                    x=block_starts(pooled, 1),
+                    y=block_starts(pooled, 0),
+                    hoverinfo="skip",
+                    name="heatmap",
+                    **colours,
+                ),
+                block_markers(sliced, pooled, metric, spec),
+            ]
+        )
     # a pooled map: a click picks a block, a drag zooms the overview (the toolbar's box select drags a region);
     # a full-resolution map has nothing to click, so a drag selects a region. (Streamlit turns click
     # selection off while the drag mode is "select".)
@@ -455,10 +492,15 @@ def block_markers(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metr
     """One invisible, clickable marker per block carrying its hover data; a selected one is outlined."""
     rows, cols = block_starts(pooled, 0), block_starts(pooled, 1)
     by, bx = pooled.block
-    last = (np.minimum(rows.astype(np.int64) + by, pooled.shape[0]) - 1, np.minimum(cols.astype(np.int64) + bx, pooled.shape[1]) - 1)
+    last = (
+        np.minimum(rows.astype(np.int64) + by, pooled.shape[0]) - 1,
+        np.minimum(cols.astype(np.int64) + bx, pooled.shape[1]) - 1,
+    )
     # a bit-identical block is grey on the map (NaN there); its hover says error 0, not "NaN"
     value = np.where(np.isnan(pooled.value), 0.0, pooled.value)
-    custom, names = _channels(_at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, value, with_index=True, block_ends=last)
+    custom, names = _channels(
+        _at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, value, with_index=True, block_ends=last
+    )
     x, y = np.meshgrid(cols, rows)
     return go.Scatter(
         x=x.reshape(-1),
@@ -477,7 +519,12 @@ def block_markers(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metr
 
 def _layout(fig: go.Figure, spec: SliceSpec, title: str, pooled: Pooled, dragmode: str = "zoom") -> None:
     xaxis: dict[str, object] = {"title": f"dim {spec.col_dim}", "showgrid": False, "zeroline": False}
-    yaxis: dict[str, object] = {"title": "" if spec.row_dim is None else f"dim {spec.row_dim}", "autorange": "reversed", "showgrid": False, "zeroline": False}
+    yaxis: dict[str, object] = {
+        "title": "" if spec.row_dim is None else f"dim {spec.row_dim}",
+        "autorange": "reversed",
+        "showgrid": False,
+        "zeroline": False,
+    }
     rows = pooled.value.shape[0]
     height = 160 if rows == 1 else 520
     if rows == 1:
@@ -535,7 +582,11 @@ def block_detail(
             colorscale=DIVERGING if scale.diverging else SEQUENTIAL,
             zmin=scale.zmin,
             zmax=scale.zmax,
-            colorbar=dict(title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)),
+            colorbar=dict(
+                title=dict(text=_SHORT[metric], side="right"),
+                tickvals=list(scale.tickvals),
+                ticktext=list(scale.ticktext),
+            ),
             hoverongaps=False,
             xgap=1 if (wc1 - wc0) <= 64 else 0,
             ygap=1 if (wr1 - wr0) <= 64 else 0,
@@ -543,7 +594,14 @@ def block_detail(
     )
     title = f"block rows {r0}–{r1 - 1}, cols {c0}–{c1 - 1} (outlined) at full resolution"
     _layout(fig, spec, title, pooled)
-    fig.add_shape(type="rect", x0=c0 - 0.5, x1=min(c1, wc1) - 0.5, y0=r0 - 0.5, y1=min(r1, wr1) - 0.5, line=dict(color="#e4572e", width=2))
+    fig.add_shape(
+        type="rect",
+        x0=c0 - 0.5,
+        x1=min(c1, wc1) - 0.5,
+        y0=r0 - 0.5,
+        y1=min(r1, wr1) - 0.5,
+        line=dict(color="#e4572e", width=2),
+    )
     return HeatmapView(fig, pooled, scale, spec)
 
 
@@ -577,12 +635,14 @@ def histogram_figure(counts: np.ndarray) -> go.Figure:
     labels = ["0 (identical)"]
     values = [int(counts[0])]
     for e, count in enumerate(counts[2:]):
-        labels.append("≤1" if e == 0 else "2" if e == 1 else f"{2 ** (e - 1) + 1}–{2 ** e}")
+        labels.append("≤1" if e == 0 else "2" if e == 1 else f"{2 ** (e - 1) + 1}–{2**e}")
         values.append(int(count))
     labels.append("∞ / NaN")
     values.append(int(counts[1]))
     colours = [IDENTICAL_COLOUR] + ["#440154"] * (len(labels) - 2) + ["#b2182b"]
-    fig = go.Figure(go.Bar(x=labels, y=values, marker_color=colours, hovertemplate="%{x} ULP: %{y} elements<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(x=labels, y=values, marker_color=colours, hovertemplate="%{x} ULP: %{y} elements<extra></extra>")
+    )
     # a log axis from half an element up, one tick per decade: a bin of one element is a visible bar (the
     # default range starts at the smallest count, which leaves that bar empty), and ticks read 1, 10, 100
     top = max(max(values), 1)
@@ -590,7 +650,9 @@ def histogram_figure(counts: np.ndarray) -> go.Figure:
         height=320,
         margin=dict(l=10, r=10, t=30, b=10),
         title=dict(text="ULP distance, eager vs compiled", font=dict(size=14)),
-        yaxis=dict(type="log", title="elements", range=[math.log10(0.5), math.log10(top * 2.5)], dtick=1, automargin=True),
+        yaxis=dict(
+            type="log", title="elements", range=[math.log10(0.5), math.log10(top * 2.5)], dtick=1, automargin=True
+        ),
         xaxis=dict(title=dict(text="ULP distance", standoff=12), type="category", tickangle=-40, automargin=True),
     )
     return fig
@@ -608,7 +670,9 @@ class WorstElement:
     metric: float
 
 
-def worst_elements(arrays: Mapping[str, np.ndarray], metric: Metric, k: int = 10, dtype: str | None = None) -> list[WorstElement]:
+def worst_elements(
+    arrays: Mapping[str, np.ndarray], metric: Metric, k: int = 10, dtype: str | None = None
+) -> list[WorstElement]:
     """The k elements with the largest metric (bit-identical ones never), worst first."""
     shape = arrays["eager"].shape
     flat = {key: np.asarray(a).reshape(-1) for key, a in arrays.items()}
@@ -630,7 +694,9 @@ def worst_elements(arrays: Mapping[str, np.ndarray], metric: Metric, k: int = 10
     return _worst_rows({key: a[idx] for key, a in flat.items()}, idx, best_val[order], shape, dtype)
 
 
-def summary_worst(summary: Mapping[str, np.ndarray], metric: Metric, shape: Sequence[int], dtype: str | None = None) -> list[WorstElement] | None:
+def summary_worst(
+    summary: Mapping[str, np.ndarray], metric: Metric, shape: Sequence[int], dtype: str | None = None
+) -> list[WorstElement] | None:
     """worst_elements from the check's summary (engine.judge.summary), or None when it has none for the metric."""
     key = f"worst.{metric.value}"
     if f"{key}.position" not in summary:
@@ -639,7 +705,9 @@ def summary_worst(summary: Mapping[str, np.ndarray], metric: Metric, shape: Sequ
     return _worst_rows(at, summary[f"{key}.position"].astype(np.int64), summary[f"{key}.value"], shape, dtype)
 
 
-def _worst_rows(at: Mapping[str, np.ndarray], idx: np.ndarray, values: np.ndarray, shape: Sequence[int], dtype: str | None) -> list[WorstElement]:
+def _worst_rows(
+    at: Mapping[str, np.ndarray], idx: np.ndarray, values: np.ndarray, shape: Sequence[int], dtype: str | None
+) -> list[WorstElement]:
     """Table rows of the elements at flat positions idx, whose eager/compiled/ref values are `at`."""
     abs_v = element_metric(at, Metric.ABS, dtype)
     rel_v = element_metric(at, Metric.REL, dtype) if _is_float(at["eager"]) else np.zeros(idx.size)

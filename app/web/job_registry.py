@@ -7,7 +7,8 @@ so a rerun, a second tab or a double click finds the job already running instead
 from __future__ import annotations
 
 import threading
-from typing import Callable, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 
 class BackgroundJob(Protocol):

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import streamlit as st
 
+from app.store import RunRecord
 from app.web import running
 from app.web.deep_job import DONE, DeepJob, Snapshot
 from app.web.job_registry import JobRegistry
-from app.store import RunRecord
 from engine import LOCALIZATION_STEPS, CheckResult, Localization, Runner, Verdict, run_localization
 
 LOCALIZE_DIR = "localize"  # inside the run's directory
 POLL_S = 1.0
-STEP_LABEL = {"ablation": "ablation ladder", "bisect": "CompilerBisector", "intermediates": "first diverging intermediate"}
+STEP_LABEL = {
+    "ablation": "ablation ladder",
+    "bisect": "CompilerBisector",
+    "intermediates": "first diverging intermediate",
+}
 LADDER_COLUMNS = {
     "setting": st.column_config.TextColumn(width="medium"),
     "verdict": st.column_config.TextColumn(width="small"),
@@ -52,7 +57,9 @@ def load(run_dir: str | Path) -> Localization | None:
         return None
 
 
-def _work(source: str, result: CheckResult, directory: Path, steps: list[str]) -> Callable[[Runner, Callable[[str], None]], None]:
+def _work(
+    source: str, result: CheckResult, directory: Path, steps: list[str]
+) -> Callable[[Runner, Callable[[str], None]], None]:
     options = result.options.replace(triton_cpu=False)  # the ordinary worker refuses triton_cpu
 
     def work(runner: Runner, note: Callable[[str], None]) -> None:
@@ -63,9 +70,13 @@ def _work(source: str, result: CheckResult, directory: Path, steps: list[str]) -
 
 
 def _start(record: RunRecord, result: CheckResult, source: str) -> None:
-    steps = [s for s in LOCALIZATION_STEPS if s in (st.session_state.get(f"loc_steps:{record.id}") or LOCALIZATION_STEPS)]
+    steps = [
+        s for s in LOCALIZATION_STEPS if s in (st.session_state.get(f"loc_steps:{record.id}") or LOCALIZATION_STEPS)
+    ]
     work = _work(source, result, Path(record.run_dir) / LOCALIZE_DIR, steps)
-    registry().start(_key(record.id), lambda: DeepJob(f"localize-{record.id}", running.runner(), work, running.session()))
+    registry().start(
+        _key(record.id), lambda: DeepJob(f"localize-{record.id}", running.runner(), work, running.session())
+    )
 
 
 def _stop(run_id: str) -> None:
@@ -77,7 +88,11 @@ def _stop(run_id: str) -> None:
 def render(record: RunRecord, result: CheckResult) -> None:
     stored = load(record.run_dir)
     if result.verdict is not Verdict.DIVERGENT and stored is None:
-        what = f"ended in an error ({result.error.kind.value})" if result.error is not None else f"is {result.verdict.value}"
+        what = (
+            f"ended in an error ({result.error.kind.value})"
+            if result.error is not None
+            else f"is {result.verdict.value}"
+        )
         st.info(f"Localize finds where a divergence starts. This run {what}: there is nothing to localize.")
         return
     snippet = Path(record.run_dir) / "snippet.py"
@@ -91,12 +106,24 @@ def render(record: RunRecord, result: CheckResult) -> None:
         "CompilerBisector narrows it to a subsystem and lowering (in a worker of its own: its state never reaches other checks), "
         "and every intermediate of the compiled graph is compared with eager to find the first node that diverges."
     )
-    st.multiselect("Steps", list(LOCALIZATION_STEPS), default=list(LOCALIZATION_STEPS), key=f"loc_steps:{record.id}", disabled=running_now,
-                   format_func=lambda s: STEP_LABEL.get(s, s))
+    st.multiselect(
+        "Steps",
+        list(LOCALIZATION_STEPS),
+        default=list(LOCALIZATION_STEPS),
+        key=f"loc_steps:{record.id}",
+        disabled=running_now,
+        format_func=lambda s: STEP_LABEL.get(s, s),
+    )
     if running_now:
         live(record.id, record.run_dir)
         return
-    st.button("Localize", type="primary", key=f"loc_start:{record.id}", on_click=_start, args=(record, result, snippet.read_text()))
+    st.button(
+        "Localize",
+        type="primary",
+        key=f"loc_start:{record.id}",
+        on_click=_start,
+        args=(record, result, snippet.read_text()),
+    )
     snap = job.snapshot() if job is not None else None
     if snap is not None and snap.state != DONE:
         st.warning(f"Localization {snap.state}: {snap.message}")
@@ -115,7 +142,14 @@ def live(run_id: str, run_dir: str) -> None:
         st.rerun()
     progress_panel(snap, Path(run_dir) / LOCALIZE_DIR)
     if job.session == running.session():
-        st.button("Stop", key=f"loc_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping, help="kills the checks in flight")
+        st.button(
+            "Stop",
+            key=f"loc_stop:{run_id}",
+            on_click=_stop,
+            args=(run_id,),
+            disabled=snap.stopping,
+            help="kills the checks in flight",
+        )
     else:
         st.caption("Started in another session: only that session can stop it.")
 
@@ -133,7 +167,9 @@ def steps_line(started: tuple[str, ...] | list[str], rungs: int) -> str:
 def progress_panel(snap: Snapshot, directory: Path) -> None:
     # the ladder's rungs write result.json as they finish: count them for a live figure
     rungs = len(list((directory / "ablation").glob("*/result.json"))) if (directory / "ablation").is_dir() else 0
-    what = "stopping: killing the checks in flight …" if snap.stopping else (steps_line(snap.notes, rungs) or "starting …")
+    what = (
+        "stopping: killing the checks in flight …" if snap.stopping else (steps_line(snap.notes, rungs) or "starting …")
+    )
     st.markdown(f"**Localizing** · {what} · `{snap.elapsed_s:.0f} s`")
 
 
@@ -164,7 +200,12 @@ def show(record: RunRecord, loc: Localization) -> None:
         try:
             import pandas as pd  # streamlit's own dependency; only for the highlighted row
 
-            st.dataframe(pd.DataFrame(table).style.apply(_highlight, axis=1), hide_index=True, width="stretch", column_config=LADDER_COLUMNS)
+            st.dataframe(
+                pd.DataFrame(table).style.apply(_highlight, axis=1),
+                hide_index=True,
+                width="stretch",
+                column_config=LADDER_COLUMNS,
+            )
         except ImportError:
             st.dataframe(table, hide_index=True, width="stretch", column_config=LADDER_COLUMNS)
         (st.error if loc.ablation.first_diverging else st.info)(f"**Layer at fault:** {loc.ablation.layer}")
@@ -196,7 +237,17 @@ def _open_instrumented(record: RunRecord, run_dir: str) -> None:
     """Record the instrumented compile's run in the store and make it the page's run (its generated code)."""
     run_id = f"{record.id}-intermediates"
     store = running.store()
-    store.add(RunRecord(run_id, time.time(), f"{record.name} · intermediates exposed", f"localize:{record.id}", run_dir, dict(record.options), session=running.session()))
+    store.add(
+        RunRecord(
+            run_id,
+            time.time(),
+            f"{record.name} · intermediates exposed",
+            f"localize:{record.id}",
+            run_dir,
+            dict(record.options),
+            session=running.session(),
+        )
+    )
     result = running.load_result(store.get(run_id))  # type: ignore[arg-type]
     if result is not None:
         store.finish(run_id, result.verdict.value, result.explanation)
@@ -232,9 +283,13 @@ def intermediates_status(i: Any, ablation: Any = None) -> None:
             "cannot point at a node. The ablation ladder and the bisector above still localize the layer and the lowering."
         )
     elif i.status == "backward-not-compared":
-        st.warning(f"**No first diverging node: the divergent leaves are gradients, and the backward graph is not compared.** {text}.{_ladder_says(ablation)}")
+        st.warning(
+            f"**No first diverging node: the divergent leaves are gradients, and the backward graph is not compared.** {text}.{_ladder_says(ablation)}"
+        )
     elif i.status == "none-diverges":
-        st.warning(f"**No first diverging node: every intermediate matches, yet the output still diverges.** {text}.{_ladder_says(ablation)}")
+        st.warning(
+            f"**No first diverging node: every intermediate matches, yet the output still diverges.** {text}.{_ladder_says(ablation)}"
+        )
     else:
         st.info(f"**{i.status}** — {text}")
 
@@ -244,8 +299,10 @@ def _ladder_says(ablation: Any) -> str:
     if ablation is None or not ablation.first_diverging:
         return ""
     if ablation.first_diverging == "inductor":
-        return (" The ladder above puts it in Inductor: with every lowered node matching, look at Inductor's graph passes (re-check "
-                "with `pattern_matcher=False`) and, for gradients, at the backward graph.")
+        return (
+            " The ladder above puts it in Inductor: with every lowered node matching, look at Inductor's graph passes (re-check "
+            "with `pattern_matcher=False`) and, for gradients, at the backward graph."
+        )
     return f" The ladder above puts it in {ablation.layer}."
 
 
@@ -259,7 +316,9 @@ def node_card(record: RunRecord, loc: Localization) -> None:
                 st.caption(f"note: {note[:500]}")
             return
         f = i.first
-        st.markdown(f":red[●] **`{f.node}`** · op `{f.op}` · graph {f.graph} · {f.mismatches} of {f.numel} elements differ · max {f.max_ulp:.3g} ULP")
+        st.markdown(
+            f":red[●] **`{f.node}`** · op `{f.op}` · graph {f.graph} · {f.mismatches} of {f.numel} elements differ · max {f.max_ulp:.3g} ULP"
+        )
         st.markdown(i.explanation)
         if not i.reproduced:
             st.warning(
@@ -274,13 +333,22 @@ def node_card(record: RunRecord, loc: Localization) -> None:
                 f"(anchor `{i.anchor}`). Names are those of the instrumented compile; open it for its full generated code."
             )
             if i.kernel_source:
-                st.code(i.kernel_source.strip("\n"), language="cpp" if "extern \"C\"" in i.kernel_source or "#include" in i.kernel_source else "python",
-                        line_numbers=True, height=min(420, 22 * (i.kernel_source.count("\n") + 2)))
+                st.code(
+                    i.kernel_source.strip("\n"),
+                    language="cpp" if 'extern "C"' in i.kernel_source or "#include" in i.kernel_source else "python",
+                    line_numbers=True,
+                    height=min(420, 22 * (i.kernel_source.count("\n") + 2)),
+                )
             excerpt = _wrapper_excerpt(i.run_dir, i.output_code_label, i.wrapper_line)
             if excerpt:
                 st.code(excerpt, language="python")
         if i.run_dir and (Path(i.run_dir) / "result.json").exists():
-            st.button("Open the instrumented compile (generated code)", key=f"loc_open:{record.id}", on_click=_open_instrumented, args=(record, i.run_dir))
+            st.button(
+                "Open the instrumented compile (generated code)",
+                key=f"loc_open:{record.id}",
+                on_click=_open_instrumented,
+                args=(record, i.run_dir),
+            )
         if i.graph_code:
             with st.expander("The ATen graph that was compared"):
                 st.code(i.graph_code, language="python")

@@ -21,8 +21,8 @@ import streamlit as st  # noqa: E402
 from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
 from app import gallery  # noqa: E402
-from app.web import editor, options_form, result_view, running, sweeps_page  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
+from app.web import editor, options_form, result_view, running, sweeps_page  # noqa: E402
 from engine import CheckOptions, OptionsError  # noqa: E402
 
 PLACEHOLDER = """import torch
@@ -53,7 +53,9 @@ def _init_state() -> None:
 
 
 def _on_edit() -> None:
-    st.session_state.update(origin="paste", name=editor.program_name(st.session_state.get("source", "")), filename="snippet.py")
+    st.session_state.update(
+        origin="paste", name=editor.program_name(st.session_state.get("source", "")), filename="snippet.py"
+    )
 
 
 def _on_upload() -> None:
@@ -73,7 +75,9 @@ def _on_load_case() -> None:
     variant = st.session_state.get("gallery_variant", 0) or 0
     options = case.variants[variant - 1].options if 0 < variant <= len(case.variants) else case.options
     options_form.fill(st.session_state, options)
-    st.session_state.update(source=case.source(), origin=f"gallery:{case.slug}", name=case.title, filename=f"sample_cases/{case.slug}.py")
+    st.session_state.update(
+        source=case.source(), origin=f"gallery:{case.slug}", name=case.title, filename=f"sample_cases/{case.slug}.py"
+    )
 
 
 def _open_run(run_id: str) -> None:
@@ -118,7 +122,14 @@ def _run_button(where: object, r: RunRecord, prefix: str) -> None:
     current = r.id == st.session_state.get("current_run")
     # the open run is marked by an arrow and bold type, not a red (primary) button that would hide a red status dot
     label = f"{'**▸** ' if current else ''}{icon} {'**' + r.name[:36] + '**' if current else r.name[:38]} · {when}"
-    where.button(label, key=f"{prefix}:{r.id}", on_click=_open_run, args=(r.id,), width="stretch", help="the run shown below" if current else None)  # type: ignore[attr-defined]
+    where.button(
+        label,
+        key=f"{prefix}:{r.id}",
+        on_click=_open_run,
+        args=(r.id,),
+        width="stretch",
+        help="the run shown below" if current else None,
+    )  # type: ignore[attr-defined]
 
 
 def _on_pick_row() -> None:
@@ -145,19 +156,35 @@ def gallery_section() -> None:
             key="gallery_table",
             on_select=_on_pick_row,
             selection_mode="single-row",
-            column_config={"case": st.column_config.TextColumn(width="large"), "category": st.column_config.TextColumn(width="medium")},
+            column_config={
+                "case": st.column_config.TextColumn(width="large"),
+                "category": st.column_config.TextColumn(width="medium"),
+            },
         )
         by_slug = {c.slug: c for c in cases}
-        slug = st.selectbox("Case (or click a row above)", list(by_slug), key="gallery_case", format_func=lambda s: by_slug[s].title)
+        slug = st.selectbox(
+            "Case (or click a row above)", list(by_slug), key="gallery_case", format_func=lambda s: by_slug[s].title
+        )
         case = by_slug[slug]
         expected = f" · expected on CPU: {case.expected_cpu.value}"
-        st.caption(f"{case.category} · " + case.one_line + expected + (f" · upstream: {case.upstream}" if case.upstream else ""))
+        st.caption(
+            f"{case.category} · "
+            + case.one_line
+            + expected
+            + (f" · upstream: {case.upstream}" if case.upstream else "")
+        )
         if case.explanation:
             with st.expander("About this case"):
                 st.markdown(case.explanation)
         variants = [0] + list(range(1, len(case.variants) + 1))
         if len(variants) > 1:
-            st.radio("Options", variants, key="gallery_variant", horizontal=False, format_func=lambda i: _variant_label(case, i))
+            st.radio(
+                "Options",
+                variants,
+                key="gallery_variant",
+                horizontal=False,
+                format_func=lambda i: _variant_label(case, i),
+            )
         else:
             st.session_state["gallery_variant"] = 0
         st.button("Load into the editor", key="load_case", on_click=_on_load_case)
@@ -176,11 +203,17 @@ def _variant_label(case: gallery.SampleCase, i: int) -> str:
 
 def input_section() -> bool:
     """The editor, upload and Run button; True when Run was clicked."""
-    editor.render(_on_edit, "Paste a snippet: fn + inputs, a KernelBench Model + get_inputs, or a script that calls torch.compile.\n\n" + PLACEHOLDER)
+    editor.render(
+        _on_edit,
+        "Paste a snippet: fn + inputs, a KernelBench Model + get_inputs, or a script that calls torch.compile.\n\n"
+        + PLACEHOLDER,
+    )
     st.caption(f"{st.session_state['name']} · runs as `{st.session_state['filename']}`")
     run, upload = st.columns([1, 2], vertical_alignment="center")
     with upload.popover("…or upload a .py file", width="stretch"):
-        st.file_uploader("Upload a .py file", type=["py"], key="upload", on_change=_on_upload, label_visibility="collapsed")
+        st.file_uploader(
+            "Upload a .py file", type=["py"], key="upload", on_change=_on_upload, label_visibility="collapsed"
+        )
     return run.button("Run check", type="primary", key="run", width="stretch")
 
 
@@ -196,7 +229,9 @@ def start_check() -> None:
         return
     origin = st.session_state["origin"]
     name = editor.program_name(source) if origin == "paste" else st.session_state["name"]
-    st.session_state["active"] = running.submit(source, st.session_state["filename"], options, name, origin, running.session())
+    st.session_state["active"] = running.submit(
+        source, st.session_state["filename"], options, name, origin, running.session()
+    )
 
 
 def show_current() -> None:
@@ -263,7 +298,9 @@ def main() -> None:
     running.runner()  # starts the warm worker with the first page view
     sidebar = st.sidebar.container()  # filled last, so it lists a run that finished during this script run
     st.markdown("## Divergence Explorer")
-    st.caption("Runs a PyTorch program eagerly and with torch.compile, compares every element against an fp64 reference, and tells you whether compile changed the answer, where, and whether it matters.")
+    st.caption(
+        "Runs a PyTorch program eagerly and with torch.compile, compares every element against an fp64 reference, and tells you whether compile changed the answer, where, and whether it matters."
+    )
     # the gallery across the page: in the editor's column a case's title did not fit its picker at 1024 px
     gallery_section()
     left, right = st.columns([3, 2], gap="large")
@@ -294,4 +331,6 @@ def main() -> None:
 
 
 # the check page, and the Sweeps page of app/web/sweeps_page.py (a run it links to opens here, with ?run=<id>)
-st.navigation([st.Page(main, title="Check", default=True), st.Page(sweeps_page.render, title="Sweeps", url_path="sweeps")]).run()
+st.navigation(
+    [st.Page(main, title="Check", default=True), st.Page(sweeps_page.render, title="Sweeps", url_path="sweeps")]
+).run()

@@ -19,9 +19,10 @@ import json
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner
 from minimizer import ReduceProgress, measure
@@ -123,7 +124,14 @@ class StoppableRunner:
     def cache_dir(self) -> Path:
         return self._runner.cache_dir  # the repro's fresh process borrows the workers' Inductor cache
 
-    def submit(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> Job:
+    def submit(
+        self,
+        source: str,
+        options: CheckOptions | None = None,
+        filename: str = "snippet.py",
+        run_dir: Path | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Job:
         while True:
             if self._stop.is_set():
                 raise Stopped()
@@ -138,7 +146,14 @@ class StoppableRunner:
             job.cancel()
         return cast(Job, _StoppableJob(job, self._stop))
 
-    def check(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
+    def check(
+        self,
+        source: str,
+        options: CheckOptions | None = None,
+        filename: str = "snippet.py",
+        run_dir: Path | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> CheckResult:
         return self.submit(source, options, filename, run_dir, on_progress).wait()
 
     def stop(self) -> None:
@@ -197,7 +212,7 @@ class MinimizeJob:
         self._started = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"minimize-{self.run_dir.name}")
 
-    def start(self) -> "MinimizeJob":
+    def start(self) -> MinimizeJob:
         self._thread.start()
         return self
 
@@ -212,7 +227,14 @@ class MinimizeJob:
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            return Snapshot(self._state, time.monotonic() - self._started, self._progress, tuple(self._notes), self._runner.stopping, self._outcome)
+            return Snapshot(
+                self._state,
+                time.monotonic() - self._started,
+                self._progress,
+                tuple(self._notes),
+                self._runner.stopping,
+                self._outcome,
+            )
 
     # -- the thread --
     def _on_progress(self, progress: ReduceProgress) -> None:
@@ -264,10 +286,30 @@ class MinimizeJob:
 
     def _finished(self, r: MinimizeResult) -> Outcome:
         ok = r.repro_verified and r.confirmed
-        message = "verified: repro.py exits 1 in a fresh process" if ok else "finished, but the repro is NOT verified (see the notes)"
+        message = (
+            "verified: repro.py exits 1 in a fresh process"
+            if ok
+            else "finished, but the repro is NOT verified (see the notes)"
+        )
         return Outcome(
-            DONE, message, time.time(), r.elapsed_s, r.oracle_calls, r.initial.tokens, r.final.tokens, r.initial.lines, r.final.lines,
-            r.initial.torch_ops, r.final.torch_ops, r.confirmed, r.repro_verified, r.repro_output, r.minimized, r.repro, r.report, r.notes,
+            DONE,
+            message,
+            time.time(),
+            r.elapsed_s,
+            r.oracle_calls,
+            r.initial.tokens,
+            r.final.tokens,
+            r.initial.lines,
+            r.final.lines,
+            r.initial.torch_ops,
+            r.final.torch_ops,
+            r.confirmed,
+            r.repro_verified,
+            r.repro_output,
+            r.minimized,
+            r.repro,
+            r.report,
+            r.notes,
             r.title,
         )
 
@@ -287,8 +329,19 @@ class MinimizeJob:
             )
         calls = snap.progress.oracle_calls if snap.progress is not None else 0
         return Outcome(
-            state, message, time.time(), snap.elapsed_s, calls, start.tokens, final.tokens, start.lines, final.lines, start.torch_ops, final.torch_ops,
-            minimized=best or "", notes=snap.notes,
+            state,
+            message,
+            time.time(),
+            snap.elapsed_s,
+            calls,
+            start.tokens,
+            final.tokens,
+            start.lines,
+            final.lines,
+            start.torch_ops,
+            final.torch_ops,
+            minimized=best or "",
+            notes=snap.notes,
         )
 
 

@@ -12,10 +12,23 @@ from pathlib import Path
 
 import streamlit as st
 
-from app.web import running
-from app.web.minimize_job import DONE, FAILED, SNIPPET_FILE, STARTING, STOPPED, MinimizeJob, Outcome, Settings, Snapshot, checkpoint_root, checkpointed_best, load_outcome
-from app.web.job_registry import JobRegistry
 from app.store import INTERRUPTED, RunRecord
+from app.web import running
+from app.web.job_registry import JobRegistry
+from app.web.minimize_job import (
+    DONE,
+    FAILED,
+    SNIPPET_FILE,
+    STARTING,
+    STOPPED,
+    MinimizeJob,
+    Outcome,
+    Settings,
+    Snapshot,
+    checkpoint_root,
+    checkpointed_best,
+    load_outcome,
+)
 from engine import CheckResult, Verdict, data_dir
 from minimizer import measure
 from minimizer.shrinkray import find_shrinkray
@@ -46,7 +59,16 @@ def _start(record: RunRecord, result: CheckResult, source: str) -> None:
         store = running.store()
         store.start_minimization(record.id, session)  # SQLite knows it runs: a killed app leaves it marked interrupted
         on_end = lambda o: store.end_minimization(record.id, o.state, o.message)  # noqa: E731
-        return MinimizeJob(Path(record.run_dir), source, result.options, running.runner(), checkpoint_root(data_dir()), settings, session, on_end)
+        return MinimizeJob(
+            Path(record.run_dir),
+            source,
+            result.options,
+            running.runner(),
+            checkpoint_root(data_dir()),
+            settings,
+            session,
+            on_end,
+        )
 
     registry().start(record.id, make)
 
@@ -59,7 +81,9 @@ def _stop(run_id: str) -> None:
 
 def render(record: RunRecord, result: CheckResult) -> None:
     if result.verdict is not Verdict.DIVERGENT:
-        st.info(f"Minimize shrinks a divergent program to a small repro ready to file upstream. This run is {result.verdict.value}: there is nothing to minimize.")
+        st.info(
+            f"Minimize shrinks a divergent program to a small repro ready to file upstream. This run is {result.verdict.value}: there is nothing to minimize."
+        )
         return
     snippet = Path(record.run_dir) / "snippet.py"
     if not snippet.exists():
@@ -76,14 +100,34 @@ def render(record: RunRecord, result: CheckResult) -> None:
     # two rows of two: four in a row cut the checkboxes' labels at 1024 px ("shrinkray p…")
     a, b = st.columns(2)
     c, d = st.columns(2)
-    a.number_input("Time budget (s)", min_value=5, value=int(Settings.budget_s), step=60, format="%d", key=f"min_budget:{record.id}", disabled=running_now,
-                   help="for the reduction; checking the original, verifying the repro and the ablation come on top")
+    a.number_input(
+        "Time budget (s)",
+        min_value=5,
+        value=int(Settings.budget_s),
+        step=60,
+        format="%d",
+        key=f"min_budget:{record.id}",
+        disabled=running_now,
+        help="for the reduction; checking the original, verifying the repro and the ablation come on top",
+    )
     b.checkbox("Dynamo-graph rewrite", value=True, key=f"min_graph:{record.id}", disabled=running_now)
     installed = find_shrinkray() is not None
-    c.checkbox("shrinkray polish", value=installed, key=f"min_shrinkray:{record.id}", disabled=running_now or not installed,
-               help="shrinkray polishes the result at the end" if installed else "shrinkray is not installed: `divergence install-shrinkray` adds it")
-    d.checkbox("Ablation in the issue body", value=True, key=f"min_ablation:{record.id}", disabled=running_now,
-               help="re-check the result under eager, aot_eager, aot_eager_decomp_partition, inductor and Inductor's numerics flags")
+    c.checkbox(
+        "shrinkray polish",
+        value=installed,
+        key=f"min_shrinkray:{record.id}",
+        disabled=running_now or not installed,
+        help="shrinkray polishes the result at the end"
+        if installed
+        else "shrinkray is not installed: `divergence install-shrinkray` adds it",
+    )
+    d.checkbox(
+        "Ablation in the issue body",
+        value=True,
+        key=f"min_ablation:{record.id}",
+        disabled=running_now,
+        help="re-check the result under eager, aot_eager, aot_eager_decomp_partition, inductor and Inductor's numerics flags",
+    )
     if running_now:
         assert job is not None
         live(record.id)
@@ -95,17 +139,26 @@ def render(record: RunRecord, result: CheckResult) -> None:
         when = dt.datetime.fromtimestamp(kept.started).strftime("%Y-%m-%d %H:%M:%S")
         st.warning(
             f"The minimization started {when} was **interrupted**: the app stopped while it ran. "
-            + (f"Its best candidate so far ({measure(best).tokens} tokens) is checkpointed: Resume continues from it." if best is not None else "It had not found a smaller candidate yet.")
+            + (
+                f"Its best candidate so far ({measure(best).tokens} tokens) is checkpointed: Resume continues from it."
+                if best is not None
+                else "It had not found a smaller candidate yet."
+            )
         )
     outcome = job.snapshot().outcome if job is not None else None
     outcome = outcome or load_outcome(Path(record.run_dir))
     if outcome is not None and outcome.state == DONE:
-        label, hint = "Minimize further", "starts from the minimized program (its checkpoint) and tries to shrink it more"
+        label, hint = (
+            "Minimize further",
+            "starts from the minimized program (its checkpoint) and tries to shrink it more",
+        )
     elif resumable:
         label, hint = "Resume minimizing", "resumes from the checkpointed best candidate"
     else:
         label, hint = "Start minimizing", None
-    st.button(label, type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source), help=hint)
+    st.button(
+        label, type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source), help=hint
+    )
     if outcome is not None:
         show_outcome(record.id, outcome)
 
@@ -121,8 +174,14 @@ def live(run_id: str) -> None:
         st.rerun()  # the page swaps the live panel for the result and the Start button
     progress_panel(snap)
     if job.session == running.session():
-        st.button("Stop", key=f"min_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping,
-                  help="kills the checks in flight; the best candidate so far stays checkpointed")
+        st.button(
+            "Stop",
+            key=f"min_stop:{run_id}",
+            on_click=_stop,
+            args=(run_id,),
+            disabled=snap.stopping,
+            help="kills the checks in flight; the best candidate so far stays checkpointed",
+        )
     else:
         st.caption("Started in another session: only that session can stop it.")
 
@@ -145,12 +204,22 @@ def progress_panel(snap: Snapshot) -> None:
     cols[1].metric("Oracle calls", p.oracle_calls if p else 0)
     best = cols[2]
     if p is not None:
-        best.metric("Best size (tokens)", p.best_tokens, delta=p.best_tokens - p.initial_tokens, delta_color="inverse", help=f"of {p.initial_tokens} at the start")
+        best.metric(
+            "Best size (tokens)",
+            p.best_tokens,
+            delta=p.best_tokens - p.initial_tokens,
+            delta_color="inverse",
+            help=f"of {p.initial_tokens} at the start",
+        )
     else:
         best.metric("Best size (tokens)", "–")
     # the candidate under test is an edit of the best one: often larger for a moment (a pass first tries coarse
     # edits elsewhere in the program), so it comes after the best and says what it is
-    cols[3].metric("Candidate tested last", p.current_tokens if p else "–", help="its size in tokens; only an interesting candidate becomes the best")
+    cols[3].metric(
+        "Candidate tested last",
+        p.current_tokens if p else "–",
+        help="its size in tokens; only an interesting candidate becomes the best",
+    )
     cols[4].metric("Elapsed", f"{snap.elapsed_s:.0f} s")
     for note in snap.notes:
         st.caption(note)
@@ -176,9 +245,13 @@ def show_outcome(run_id: str, o: Outcome) -> None:
             with st.expander("Best candidate so far (checkpointed)"):
                 st.code(o.minimized, language="python", line_numbers=True)
         return
-    snippet_tab, repro_tab, issue_tab, out_tab = st.tabs(["Minimized program", "repro.py", "Issue body (markdown)", "repro.py output"])
+    snippet_tab, repro_tab, issue_tab, out_tab = st.tabs(
+        ["Minimized program", "repro.py", "Issue body (markdown)", "repro.py output"]
+    )
     with snippet_tab:  # what a user pastes: the app and `divergence check` accept it as it is
-        st.download_button("Download repro.snippet.py", o.minimized, file_name=SNIPPET_FILE, key=f"min_dl_snippet:{run_id}")
+        st.download_button(
+            "Download repro.snippet.py", o.minimized, file_name=SNIPPET_FILE, key=f"min_dl_snippet:{run_id}"
+        )
         st.code(o.minimized, language="python", line_numbers=True)
     with repro_tab:
         if o.repro is not None:

@@ -7,7 +7,8 @@ the widgets are drawn (in a callback), and tests can set them by key.
 from __future__ import annotations
 
 import ast
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 import streamlit as st
 
@@ -147,11 +148,30 @@ def render() -> None:
     st.selectbox("Mode", MODES, key="opt_mode", help="auto: the snippet's compile_kwargs, else torch's default")
     st.selectbox("Dynamic shapes", TRISTATE, key="opt_dynamic")
     st.selectbox("Cast to", DTYPES, key="opt_dtype", help="cast the model and floating inputs first")
-    st.number_input("Seeds", min_value=1, max_value=16, step=1, key="opt_seeds", help="re-run with N input seeds and report the worst")
+    st.number_input(
+        "Seeds",
+        min_value=1,
+        max_value=16,
+        step=1,
+        key="opt_seeds",
+        help="re-run with N input seeds and report the worst",
+    )
     st.checkbox("Backward", key="opt_backward", help="also compare the gradients of the inputs and parameters")
-    st.checkbox("Strict: bit-exact", key="opt_strict", help="any bit difference, signed zeros and NaN payloads included, is divergent")
-    st.checkbox("fallback_random", key="opt_fallback_random", help="Inductor config: compiled code draws random numbers with eager's RNG")
-    st.checkbox("emulate_precision_casts", key="opt_emulate_precision_casts", help="Inductor config: round bf16/fp16 intermediates as eager does")
+    st.checkbox(
+        "Strict: bit-exact",
+        key="opt_strict",
+        help="any bit difference, signed zeros and NaN payloads included, is divergent",
+    )
+    st.checkbox(
+        "fallback_random",
+        key="opt_fallback_random",
+        help="Inductor config: compiled code draws random numbers with eager's RNG",
+    )
+    st.checkbox(
+        "emulate_precision_casts",
+        key="opt_emulate_precision_casts",
+        help="Inductor config: round bf16/fp16 intermediates as eager does",
+    )
     st.checkbox(
         "Triton on CPU",
         key="opt_triton_cpu",
@@ -164,6 +184,12 @@ def render() -> None:
         st.checkbox("fp64 reference", key="opt_fp64")
         st.checkbox("Re-check low-precision drift with emulate_precision_casts", key="opt_recheck")
         st.checkbox("Re-check a program that draws random numbers with fallback_random", key="opt_recheck_random")
-        st.number_input("Benign factor", min_value=1.0, step=0.5, key="opt_factor", help="how much further from fp64 than eager compiled may be and stay benign")
+        st.number_input(
+            "Benign factor",
+            min_value=1.0,
+            step=0.5,
+            key="opt_factor",
+            help="how much further from fp64 than eager compiled may be and stay benign",
+        )
         st.number_input("Timeout (s)", min_value=5.0, step=30.0, key="opt_timeout")
         st.text_area("Other Inductor config (KEY=VALUE per line)", key="opt_config", height=80)

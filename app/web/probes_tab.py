@@ -10,21 +10,31 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import streamlit as st
 
+from app.store import RunRecord
 from app.web import running
 from app.web.deep_job import DONE, DeepJob, Snapshot
 from app.web.job_registry import JobRegistry
-from app.store import RunRecord
 from engine import CheckResult, ProbeKind, ProbeOutcome, ProbeReport, ProbeStatus, Runner, run_probes
 
 PROBES_DIR = "probes"  # inside the run's directory
 POLL_S = 1.0
-STATUS_ICON = {ProbeStatus.OK: ":green[●]", ProbeStatus.DIVERGES: ":red[●]", ProbeStatus.NOT_APPLICABLE: ":gray[○]", ProbeStatus.ERROR: ":red[▲]"}
-STATUS_LABEL = {ProbeStatus.OK: "ok", ProbeStatus.DIVERGES: "diverges", ProbeStatus.NOT_APPLICABLE: "not applicable", ProbeStatus.ERROR: "error"}
+STATUS_ICON = {
+    ProbeStatus.OK: ":green[●]",
+    ProbeStatus.DIVERGES: ":red[●]",
+    ProbeStatus.NOT_APPLICABLE: ":gray[○]",
+    ProbeStatus.ERROR: ":red[▲]",
+}
+STATUS_LABEL = {
+    ProbeStatus.OK: "ok",
+    ProbeStatus.DIVERGES: "diverges",
+    ProbeStatus.NOT_APPLICABLE: "not applicable",
+    ProbeStatus.ERROR: "error",
+}
 
 
 @st.cache_resource(show_spinner=False)
@@ -44,14 +54,24 @@ def load(run_dir: str | Path) -> ProbeReport | None:
         return None
 
 
-def _work(source: str, result: CheckResult, directory: Path, kinds: list[str], seeds: int) -> Callable[[Runner, Callable[[str], None]], None]:
+def _work(
+    source: str, result: CheckResult, directory: Path, kinds: list[str], seeds: int
+) -> Callable[[Runner, Callable[[str], None]], None]:
     # the ordinary worker refuses triton_cpu (that pass has its own worker); probes re-check the usual way
     options = result.options.replace(triton_cpu=False)
 
     def work(runner: Runner, note: Callable[[str], None]) -> None:
         shutil.rmtree(directory, ignore_errors=True)  # a run directory per probe must start empty
-        run_probes(runner, source, options, "snippet.py", kinds=kinds, directory=directory, seeds=seeds,
-                   on_outcome=lambda o: note(f"{o.kind.value}: {STATUS_LABEL[o.status]}"))
+        run_probes(
+            runner,
+            source,
+            options,
+            "snippet.py",
+            kinds=kinds,
+            directory=directory,
+            seeds=seeds,
+            on_outcome=lambda o: note(f"{o.kind.value}: {STATUS_LABEL[o.status]}"),
+        )
 
     return work
 
@@ -76,7 +96,17 @@ def _open(record: RunRecord, outcome: ProbeOutcome) -> None:
     assert outcome.run_dir is not None
     probe_id = f"{record.id}-probe-{outcome.kind.value}"
     store = running.store()
-    store.add(RunRecord(probe_id, time.time(), f"{record.name} · probe {outcome.kind.value}", f"probe:{record.id}", outcome.run_dir, outcome.options.to_json(), session=running.session()))
+    store.add(
+        RunRecord(
+            probe_id,
+            time.time(),
+            f"{record.name} · probe {outcome.kind.value}",
+            f"probe:{record.id}",
+            outcome.run_dir,
+            outcome.options.to_json(),
+            session=running.session(),
+        )
+    )
     store.finish(probe_id, outcome.verdict.value, outcome.explanation)
     st.session_state["current_run"] = probe_id
 
@@ -102,12 +132,28 @@ def render(record: RunRecord, result: CheckResult) -> None:
         "stored, so a failure replays exactly. A probe whose inputs make eager itself raise is *not applicable*, not a bug."
     )
     a, b = st.columns([4, 1])
-    a.multiselect("Probes", [k.value for k in ProbeKind], default=[k.value for k in ProbeKind], key=f"probe_kinds:{record.id}", disabled=running_now)
-    b.number_input("Seeds", min_value=1, max_value=20, value=3, key=f"probe_seeds:{record.id}", disabled=running_now, help="how many input seeds the seeds probe tries")
+    a.multiselect(
+        "Probes",
+        [k.value for k in ProbeKind],
+        default=[k.value for k in ProbeKind],
+        key=f"probe_kinds:{record.id}",
+        disabled=running_now,
+    )
+    b.number_input(
+        "Seeds",
+        min_value=1,
+        max_value=20,
+        value=3,
+        key=f"probe_seeds:{record.id}",
+        disabled=running_now,
+        help="how many input seeds the seeds probe tries",
+    )
     if running_now:
         live(record.id)
         return
-    st.button("Run probes", type="primary", key=f"probe_start:{record.id}", on_click=_start, args=(record, result, source))
+    st.button(
+        "Run probes", type="primary", key=f"probe_start:{record.id}", on_click=_start, args=(record, result, source)
+    )
     snap = job.snapshot() if job is not None else None
     if snap is not None and snap.state != DONE:
         st.warning(f"Probes {snap.state}: {snap.message}")
@@ -126,14 +172,25 @@ def live(run_id: str) -> None:
         st.rerun()  # the page swaps the live panel for the table
     progress_panel(snap, int(st.session_state.get(f"probe_total:{run_id}", len(ProbeKind))))
     if job.session == running.session():
-        st.button("Stop", key=f"probe_stop:{run_id}", on_click=_stop, args=(run_id,), disabled=snap.stopping, help="kills the checks in flight")
+        st.button(
+            "Stop",
+            key=f"probe_stop:{run_id}",
+            on_click=_stop,
+            args=(run_id,),
+            disabled=snap.stopping,
+            help="kills the checks in flight",
+        )
     else:
         st.caption("Started in another session: only that session can stop it.")
 
 
 def progress_panel(snap: Snapshot, total: int) -> None:
     done = len(snap.notes)
-    what = "stopping: killing the checks in flight …" if snap.stopping else f"{done} of {total} probes done, two checks at a time"
+    what = (
+        "stopping: killing the checks in flight …"
+        if snap.stopping
+        else f"{done} of {total} probes done, two checks at a time"
+    )
     st.markdown(f"**Probing** · {what} · `{snap.elapsed_s:.0f} s`")
     st.progress(min(done / max(total, 1), 1.0))
     for note in snap.notes:
@@ -159,7 +216,10 @@ def show_report(record: RunRecord, report: ProbeReport) -> None:
     failed = [o for o in report.outcomes if o.status is ProbeStatus.ERROR]
     # green only when every probe ran and none diverged
     box = st.error if report.diverging else (st.warning if failed else st.success)
-    box(f"**{report.summary()}**" + (f" — {len(failed)} could not run; see their explanations below" if failed and not report.diverging else ""))
+    box(
+        f"**{report.summary()}**"
+        + (f" — {len(failed)} could not run; see their explanations below" if failed and not report.diverging else "")
+    )
     st.dataframe(rows(report), hide_index=True, width="stretch")
     openable = [o for o in report.outcomes if o.run_dir is not None and (Path(o.run_dir) / "result.json").exists()]
     if not openable:
@@ -167,4 +227,10 @@ def show_report(record: RunRecord, report: ProbeReport) -> None:
     st.markdown("**Open a probe's run** (its leaves, heatmaps, generated code and the exact options that replay it)")
     cols = st.columns(min(len(openable), 5))
     for i, o in enumerate(openable):
-        cols[i % len(cols)].button(f"{STATUS_ICON[o.status]} {o.kind.value}", key=f"probe_open:{record.id}:{o.kind.value}", on_click=_open, args=(record, o), width="stretch")
+        cols[i % len(cols)].button(
+            f"{STATUS_ICON[o.status]} {o.kind.value}",
+            key=f"probe_open:{record.id}:{o.kind.value}",
+            on_click=_open,
+            args=(record, o),
+            width="stretch",
+        )

@@ -7,16 +7,17 @@ import datetime as dt
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import streamlit as st
 
-from app.web import heatmap as hm
 from app import gallery
-from app.web import code_view, localize_tab, minimize_tab, probes_tab, triton_pass
 from app.store import RunRecord
+from app.web import code_view, localize_tab, minimize_tab, probes_tab, triton_pass
+from app.web import heatmap as hm
 from engine import CheckResult, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
 from engine.judge.headline import headline as verdict_headline
 
@@ -29,7 +30,15 @@ BANNER = {
     Verdict.ERROR: st.error,
 }
 # colored text, not emoji: a browser without an emoji font (CI's chromium) draws emoji as empty boxes
-ICON = {"match": ":green[●]", "benign": ":green[●]", "precision-cast": ":orange[●]", "rng": ":violet[●]", "divergent": ":red[●]", "error": ":red[▲]", None: ":gray[○]"}
+ICON = {
+    "match": ":green[●]",
+    "benign": ":green[●]",
+    "precision-cast": ":orange[●]",
+    "rng": ":violet[●]",
+    "divergent": ":red[●]",
+    "error": ":red[▲]",
+    None: ":gray[○]",
+}
 
 
 def run_icon(verdict: str | None, explanation: str | None = None) -> str:
@@ -100,7 +109,8 @@ def header(record: RunRecord) -> None:
 def _other_program(record: RunRecord, source: str) -> None:
     # the caption and its button one above the other: a quarter of the column cut the button's label at 1024 px
     st.caption(
-        "The editor above is empty; this run's program is in the Program tab." if not st.session_state.get("source")
+        "The editor above is empty; this run's program is in the Program tab."
+        if not st.session_state.get("source")
         else "The editor above holds another program than this run's (its program is in the Program tab)."
     )
     st.button("Load this run's program", key=f"reload_top:{record.id}", on_click=load_snippet, args=(source, record))
@@ -129,7 +139,9 @@ def headline(result: CheckResult) -> str:
 
 def banner(result: CheckResult) -> None:
     if result.error is not None and result.error.kind is ErrorKind.CANCELLED:
-        st.warning("**Cancelled** — the check was stopped before it finished, so it has no verdict. Run it again to get one.")
+        st.warning(
+            "**Cancelled** — the check was stopped before it finished, so it has no verdict. Run it again to get one."
+        )
         tail = result.error.output_tail or result.output_tail
         if tail.strip():
             with st.expander("Output tail"):
@@ -138,7 +150,9 @@ def banner(result: CheckResult) -> None:
     show = BANNER[result.verdict]
     plain = verdict_headline(result.verdict, result.leaves, result.error.kind if result.error else None)
     # the plain sentence and the next step first, the figures after them (issue #26)
-    show(f"**Verdict: {result.verdict.value.upper()}** — {plain.sentence}. **Next:** {plain.next_step}.\n\n{headline(result)}")
+    show(
+        f"**Verdict: {result.verdict.value.upper()}** — {plain.sentence}. **Next:** {plain.next_step}.\n\n{headline(result)}"
+    )
     if result.error is not None:
         err = result.error
         st.markdown(f"**Error kind:** `{err.kind.value}`")
@@ -178,8 +192,12 @@ def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
                 "max abs": fmt(leaf.max_abs),
                 "max rel": fmt(leaf.max_rel),
                 "max ULP": fmt(leaf.max_ulp),
-                "mismatched": (f"{leaf.mismatches}/{leaf.numel - leaf.unwritten}" + (f" (+{leaf.unwritten} unwritten)" if leaf.unwritten else ""))
-                if leaf.numel else "–",
+                "mismatched": (
+                    f"{leaf.mismatches}/{leaf.numel - leaf.unwritten}"
+                    + (f" (+{leaf.unwritten} unwritten)" if leaf.unwritten else "")
+                )
+                if leaf.numel
+                else "–",
                 "NaN": leaf.nan_mismatches,
                 "inf": leaf.inf_mismatches,
                 "±0": leaf.signed_zero_mismatches,
@@ -198,7 +216,11 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
     tri = triton_pass.load(result) if with_triton else None
     if with_triton:
         triton_caption(tri)
-    names = ["Leaves", "Generated code"] + (["Triton on CPU"] if with_triton else []) + ["Probes", "Localize", "Minimize", "Program"]
+    names = (
+        ["Leaves", "Generated code"]
+        + (["Triton on CPU"] if with_triton else [])
+        + ["Probes", "Localize", "Minimize", "Program"]
+    )
     tabs = dict(zip(names, st.tabs(names)))
     with tabs["Leaves"]:
         if result.leaves:
@@ -229,13 +251,17 @@ def triton_caption(tri: CheckResult | None) -> None:
     elif tri.error is not None:
         st.markdown(f"{ICON['error']} **Triton on CPU**: {triton_pass.outcome(tri)}; see its tab.")
     else:
-        st.markdown(f"{ICON.get(tri.verdict.value, '')} **Triton on CPU**: **{tri.verdict.value}** (interpreted, not GPU Triton); see its tab.")
+        st.markdown(
+            f"{ICON.get(tri.verdict.value, '')} **Triton on CPU**: **{tri.verdict.value}** (interpreted, not GPU Triton); see its tab."
+        )
 
 
 def triton_tab(record: RunRecord, tri: CheckResult | None) -> None:
     """The Triton-on-CPU pass: what it is, its verdict and leaves, or why it could not run."""
     if tri is None:
-        st.warning("The Triton-on-CPU pass did not run: it was cancelled, or the app stopped before it finished. Run the check again to get it.")
+        st.warning(
+            "The Triton-on-CPU pass did not run: it was cancelled, or the app stopped before it finished. Run the check again to get it."
+        )
         return
     kernels = sum(len(o.kernels) for o in tri.code.output_code)
     if tri.error is None:
@@ -244,7 +270,9 @@ def triton_tab(record: RunRecord, tri: CheckResult | None) -> None:
             "worker; Triton's numpy interpreter ran the kernels, and that output was compared with eager like any compiled run. "
             "The interpreter has its own numerics: this is not what a GPU computes."
         )
-        (st.error if tri.verdict is Verdict.DIVERGENT else st.success)(f"**Interpreted Triton on CPU: {tri.verdict.value.upper()}** — {headline(tri)}")
+        (st.error if tri.verdict is Verdict.DIVERGENT else st.success)(
+            f"**Interpreted Triton on CPU: {tri.verdict.value.upper()}** — {headline(tri)}"
+        )
     else:
         st.markdown(
             "The program was compiled again with Inductor's Triton backend for CPU tensors, in a separate worker. "
@@ -273,7 +301,10 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
     name = st.selectbox("Leaf", names, index=worst, key=f"leaf:{record.id}")
     leaf = result.leaf(name)
     # with one leaf the banner above already says this sentence
-    st.markdown(f"{ICON.get(leaf.verdict.value, '')} **{leaf.verdict.value}**" + (f" — {leaf.explanation}" if len(leaves) > 1 else ""))
+    st.markdown(
+        f"{ICON.get(leaf.verdict.value, '')} **{leaf.verdict.value}**"
+        + (f" — {leaf.explanation}" if len(leaves) > 1 else "")
+    )
     writer = code_view.writers(result).get(leaf.name)
     if writer is not None:
         code_view.writer_link(writer, linked=":" not in record.id)
@@ -304,7 +335,9 @@ def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
     heatmap_section(record, leaf, arrays, summary, shape, metrics)
     # one above the other: side by side at 1024 px the table's seven numeric columns were cut ("2.17e")
     if "histogram" in summary or "ulp" in arrays or (full and hm.Metric.ULP in metrics):
-        st.plotly_chart(_histogram(record.run_dir, leaf.name, leaf.dtype), key=f"hist:{record.id}:{leaf.name}", theme=None)
+        st.plotly_chart(
+            _histogram(record.run_dir, leaf.name, leaf.dtype), key=f"hist:{record.id}:{leaf.name}", theme=None
+        )
     metric = st.session_state.get(f"metric:{record.id}:{leaf.name}", metrics[0])
     worst_table(_worst(record.run_dir, leaf.name, hm.Metric(metric).value, leaf.dtype), hm.Metric(metric))
 
@@ -313,9 +346,14 @@ def single_value(leaf: LeafResult, arrays: Mapping[str, np.ndarray]) -> None:
     """A leaf of one element (a 0-d tensor, shape (1,), (1, 1), ...): its values in one line, where a map of one cell,
     a histogram of one element and a one-row table would say less."""
     values = {k: repr(arrays[k].reshape(-1)[0].item()) for k in ("eager", "compiled", "ref") if k in arrays}
-    eager, compiled = values.get("eager", leaf.eager_value), values.get("compiled", leaf.compiled_value)  # the leaf keeps reprs
+    eager, compiled = (
+        values.get("eager", leaf.eager_value),
+        values.get("compiled", leaf.compiled_value),
+    )  # the leaf keeps reprs
     shape = "×".join(map(str, leaf.shape or ())) or "scalar"
-    text = f"one value ({shape}): eager `{eager}`, compiled `{compiled}`" + (f", fp64 `{values['ref']}`" if "ref" in values else "")
+    text = f"one value ({shape}): eager `{eager}`, compiled `{compiled}`" + (
+        f", fp64 `{values['ref']}`" if "ref" in values else ""
+    )
     if leaf.mismatches:
         text += f" · abs difference {fmt(leaf.max_abs)}, {fmt(leaf.max_ulp)} ULP"
     st.markdown(text + ("" if leaf.mismatches else " · bit-identical"))
@@ -351,10 +389,22 @@ def _spec_controls(key: str, shape: tuple[int, ...], worst_index: tuple[int, ...
         return base
     dims = list(range(rank))
     a, b = st.columns(2)
-    row_dim = a.selectbox("Rows: dimension", dims, index=base.row_dim, key=f"{key}:rows", format_func=lambda d: f"dim {d} (size {shape[d]})")
+    row_dim = a.selectbox(
+        "Rows: dimension",
+        dims,
+        index=base.row_dim,
+        key=f"{key}:rows",
+        format_func=lambda d: f"dim {d} (size {shape[d]})",
+    )
     col_choices = [d for d in dims if d != row_dim]
     default_col = base.col_dim if base.col_dim in col_choices else col_choices[-1]
-    col_dim = b.selectbox("Columns: dimension", col_choices, index=col_choices.index(default_col), key=f"{key}:cols:{row_dim}", format_func=lambda d: f"dim {d} (size {shape[d]})")
+    col_dim = b.selectbox(
+        "Columns: dimension",
+        col_choices,
+        index=col_choices.index(default_col),
+        key=f"{key}:cols:{row_dim}",
+        format_func=lambda d: f"dim {d} (size {shape[d]})",
+    )
     index = list(base.index)
     others = [d for d in dims if d not in (row_dim, col_dim)]
     if others:
@@ -412,7 +462,12 @@ def clicked_block(event: Any, pooled: hm.Pooled) -> tuple[int, int] | None:
 
 
 def heatmap_section(
-    record: RunRecord, leaf: LeafResult, arrays: Mapping[str, np.ndarray], summary: Mapping[str, np.ndarray], shape: tuple[int, ...], metrics: tuple[hm.Metric, ...]
+    record: RunRecord,
+    leaf: LeafResult,
+    arrays: Mapping[str, np.ndarray],
+    summary: Mapping[str, np.ndarray],
+    shape: tuple[int, ...],
+    metrics: tuple[hm.Metric, ...],
 ) -> None:
     """The map of one slice: the check's own block maxima where it pooled this slice (no array is read),
     else pooled here from the stored arrays; a picked block at full resolution from the stored arrays."""
@@ -436,12 +491,23 @@ def heatmap_section(
             "check pooled, of the slice through the worst element; other slices and full-resolution blocks need the values."
         )
         if pooled_by_check is None:
-            st.info("The check kept no map of this leaf (its slice is small enough to draw every element, which needs the values).")
+            st.info(
+                "The check kept no map of this leaf (its slice is small enough to draw every element, which needs the values)."
+            )
             return
-    view = hm.heatmap(arrays, metric, spec, dtype=leaf.dtype, title=f"{leaf.name}: {metric.label}", pooled=pooled_by_check)
+    view = hm.heatmap(
+        arrays, metric, spec, dtype=leaf.dtype, title=f"{leaf.name}: {metric.label}", pooled=pooled_by_check
+    )
     pooled = view.pooled
     modes = ("points", "box") if pooled.pooled else ("box",)
-    event = st.plotly_chart(view.figure, key=f"heatmap:{key}", on_select="rerun", selection_mode=modes, theme=None, config={"displaylogo": False})
+    event = st.plotly_chart(
+        view.figure,
+        key=f"heatmap:{key}",
+        on_select="rerun",
+        selection_mode=modes,
+        theme=None,
+        config={"displaylogo": False},
+    )
     if not full:  # nothing to show at full resolution
         return
     by, bx = pooled.block
@@ -469,7 +535,9 @@ def heatmap_section(
             "to see it at full resolution; a drag zooms the map, and the toolbar's box select drags out a region instead."
         )
     else:
-        st.caption("Every element at full resolution. Grey: bit-identical (eager and compiled have the same bits). Drag a box to zoom into a region.")
+        st.caption(
+            "Every element at full resolution. Grey: bit-identical (eager and compiled have the same bits). Drag a box to zoom into a region."
+        )
     region = st.session_state.get(region_key)
     if pooled.pooled:
         finite = np.where(np.isnan(pooled.value), -np.inf, pooled.value)
@@ -480,7 +548,15 @@ def heatmap_section(
             st.session_state[k] = min(int(st.session_state.get(k, default)), top)
         a, b = st.columns(2)
         drop_region = lambda: st.session_state.pop(region_key, None)  # noqa: E731 - a picked block replaces a dragged box
-        bi = a.number_input("Block row", 0, grid[0] - 1, step=1, key=bi_key, on_change=drop_region, help="starts at the block holding the worst element")
+        bi = a.number_input(
+            "Block row",
+            0,
+            grid[0] - 1,
+            step=1,
+            key=bi_key,
+            on_change=drop_region,
+            help="starts at the block holding the worst element",
+        )
         bj = b.number_input("Block column", 0, grid[1] - 1, step=1, key=bj_key, on_change=drop_region)
         r0, r1, c0, c1 = pooled.block_range(int(bi), int(bj))
     elif region is None:
@@ -489,7 +565,9 @@ def heatmap_section(
         r0, r1, c0, c1 = region[1]
     detail = hm.block_detail(arrays, metric, spec, (r0, r1), (c0, c1), dtype=leaf.dtype)
     if (r1 - r0) > hm.DETAIL_MAX_SIDE or (c1 - c0) > hm.DETAIL_MAX_SIDE:
-        st.caption(f"The selection is larger than {hm.DETAIL_MAX_SIDE}×{hm.DETAIL_MAX_SIDE}; its top-left part is shown.")
+        st.caption(
+            f"The selection is larger than {hm.DETAIL_MAX_SIDE}×{hm.DETAIL_MAX_SIDE}; its top-left part is shown."
+        )
     st.plotly_chart(detail.figure, key=f"detail:{key}", theme=None, config={"displaylogo": False})
 
 
@@ -504,12 +582,26 @@ def kernel_column(title: str, code: GeneratedCode, key: str) -> None:
     if not kernels:
         st.caption("no kernels were captured")
         return
-    st.dataframe([{"kernel": k.name, "language": _language(k), "lines": k.source.count("\n") + 1} for _, k in kernels], hide_index=True, width="stretch")
+    st.dataframe(
+        [{"kernel": k.name, "language": _language(k), "lines": k.source.count("\n") + 1} for _, k in kernels],
+        hide_index=True,
+        width="stretch",
+    )
     for i, (_, k) in enumerate(kernels):
         with st.expander(f"{k.name} ({_language(k)})", expanded=i == 0):
-            st.code(k.source.strip("\n"), language="cpp" if k.language == "cpp" else "python", line_numbers=True, height=min(420, 22 * (k.source.count("\n") + 2)))
+            st.code(
+                k.source.strip("\n"),
+                language="cpp" if k.language == "cpp" else "python",
+                line_numbers=True,
+                height=min(420, 22 * (k.source.count("\n") + 2)),
+            )
     for i, out in enumerate(code.output_code):
-        st.download_button(f"Download output code {out.label}", out.source, file_name=f"output_code_{out.label or i}.py", key=f"dl-{key}:{i}")
+        st.download_button(
+            f"Download output code {out.label}",
+            out.source,
+            file_name=f"output_code_{out.label or i}.py",
+            key=f"dl-{key}:{i}",
+        )
 
 
 def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = None) -> None:
@@ -529,11 +621,21 @@ def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = N
         f"{len(code.graph_breaks)} graph break(s) · {len(code.recompiles)} recompilation(s)"
     )
     if not (code.fx_graphs or code.output_code or code.graph_breaks):
-        st.info("No generated code was captured: the backend writes none (eager, aot_eager) or the check stopped before compiling.")
+        st.info(
+            "No generated code was captured: the backend writes none (eager, aot_eager) or the check stopped before compiling."
+        )
         return
     if kernels:
         st.dataframe(
-            [{"module": label, "kernel": k.name, "language": "C++" if k.language == "cpp" else k.language.capitalize(), "lines": k.source.count("\n") + 1} for label, k in kernels],
+            [
+                {
+                    "module": label,
+                    "kernel": k.name,
+                    "language": "C++" if k.language == "cpp" else k.language.capitalize(),
+                    "lines": k.source.count("\n") + 1,
+                }
+                for label, k in kernels
+            ],
             hide_index=True,
             width="stretch",
         )
@@ -541,10 +643,20 @@ def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = N
         with st.expander(f"Output code {out.label}: {len(out.kernels)} kernel(s)", expanded=i == 0):
             for k in out.kernels:
                 st.markdown(f"**`{k.name}`** ({'C++' if k.language == 'cpp' else k.language})")
-                st.code(k.source.strip("\n"), language="cpp" if k.language == "cpp" else "python", line_numbers=True, height=min(420, 22 * (k.source.count("\n") + 2)))
+                st.code(
+                    k.source.strip("\n"),
+                    language="cpp" if k.language == "cpp" else "python",
+                    line_numbers=True,
+                    height=min(420, 22 * (k.source.count("\n") + 2)),
+                )
             st.markdown("**Wrapper module**")
             st.code(out.source, language="python", line_numbers=True, height=420)
-            st.download_button("Download output code", out.source, file_name=f"output_code_{out.label or i}.py", key=f"dl-out:{record.id}:{i}")
+            st.download_button(
+                "Download output code",
+                out.source,
+                file_name=f"output_code_{out.label or i}.py",
+                key=f"dl-out:{record.id}:{i}",
+            )
     for i, graph in enumerate(code.fx_graphs):
         with st.expander(f"FX graph {i}", expanded=False):
             st.code(graph, language="python", height=min(420, 22 * (graph.count("\n") + 2)))
@@ -553,7 +665,12 @@ def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = N
         with st.expander(f"Graph breaks ({len(code.graph_breaks)})", expanded=True):
             for text in code.graph_breaks:
                 st.code(text, language="text", wrap_lines=True)
-            st.download_button("Download graph breaks", "\n\n".join(code.graph_breaks), file_name="graph_breaks.txt", key=f"dl-gb:{record.id}")
+            st.download_button(
+                "Download graph breaks",
+                "\n\n".join(code.graph_breaks),
+                file_name="graph_breaks.txt",
+                key=f"dl-gb:{record.id}",
+            )
     if code.recompiles:
         with st.expander(f"Recompilations ({len(code.recompiles)})"):
             for text in code.recompiles:
@@ -565,7 +682,9 @@ def snippet_tab(record: RunRecord, result: CheckResult) -> None:
     if snippet.exists():
         source = snippet.read_text()
         st.code(source, language="python", line_numbers=True)
-        st.button("Load this snippet into the editor", key=f"reload:{record.id}", on_click=load_snippet, args=(source, record))
+        st.button(
+            "Load this snippet into the editor", key=f"reload:{record.id}", on_click=load_snippet, args=(source, record)
+        )
     log = Path(record.run_dir) / "output.log"
     text = result.output_tail
     if not text and log.exists():
@@ -588,8 +707,14 @@ def details_tab(result: CheckResult) -> None:
         st.markdown("**Environment:** " + " · ".join(f"{k} {v}" for k, v in result.environment.items()))
     if result.stage_seconds:
         total = sum(result.stage_seconds.values())
-        st.markdown("**Stage times:** " + " · ".join(f"{k} {v:.2f} s" for k, v in result.stage_seconds.items()) + f" · **total {total:.2f} s**")
+        st.markdown(
+            "**Stage times:** "
+            + " · ".join(f"{k} {v:.2f} s" for k, v in result.stage_seconds.items())
+            + f" · **total {total:.2f} s**"
+        )
     if result.peak_rss_mb is not None:
-        st.markdown(f"**Peak memory of the check:** {result.peak_rss_mb:,.0f} MiB (resident, including what it shares with the warm worker)")
+        st.markdown(
+            f"**Peak memory of the check:** {result.peak_rss_mb:,.0f} MiB (resident, including what it shares with the warm worker)"
+        )
     st.markdown("**Options**")
     st.code(json.dumps(result.options.to_json(), indent=1), language="json")

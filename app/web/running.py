@@ -16,9 +16,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import CheckOptions, CheckResult, ErrorKind, Job, Runner, Verdict
-from app.web import triton_pass
 from app.store import INTERRUPTED, RunRecord, RunStore
+from app.web import triton_pass
+from engine import CheckOptions, CheckResult, ErrorKind, Job, Runner, Verdict
 
 STAGES = ("starting worker", "loading", "eager", "compiling", "compiled run", "fp64 reference", "comparing", "saving")
 POLL_S = 0.2
@@ -35,7 +35,10 @@ def _env_int(name: str, default: int | None) -> int | None:
 @st.cache_resource(show_spinner=False)
 def runner() -> Runner:
     # DIVERGENCE_MAX_RUNNING: checks at once (default: the cores, up to 4); DIVERGENCE_MAX_QUEUED: waiting ones
-    r = Runner(max_running=_env_int("DIVERGENCE_MAX_RUNNING", None), max_queued=_env_int("DIVERGENCE_MAX_QUEUED", DEFAULT_MAX_QUEUED))
+    r = Runner(
+        max_running=_env_int("DIVERGENCE_MAX_RUNNING", None),
+        max_queued=_env_int("DIVERGENCE_MAX_QUEUED", DEFAULT_MAX_QUEUED),
+    )
     atexit.register(r.close)
     # importing torch in the worker takes seconds: start it now, not at the first click
     threading.Thread(target=_warm, args=(r,), daemon=True, name="warm-worker").start()
@@ -92,7 +95,9 @@ def submit(source: str, filename: str, options: CheckOptions, name: str, origin:
         triton_pass.warm()
     run_id = Path(job.run_dir).name
     store().add(RunRecord(run_id, time.time(), name, origin, str(job.run_dir), options.to_json(), session=session))
-    return Active(job, run_id, name, source=source, filename=filename, triton_options=options if options.triton_cpu else None)
+    return Active(
+        job, run_id, name, source=source, filename=filename, triton_options=options if options.triton_cpu else None
+    )
 
 
 def stage_line(active: Active) -> str:
@@ -117,7 +122,9 @@ def stage_line(active: Active) -> str:
     if over:
         parts.append("✓ done")
     elif progress.stage not in STAGES:
-        parts.insert(0, f"**▶ {progress.stage}{took(progress.stage)}**" + (f" ({progress.detail})" if progress.detail else ""))
+        parts.insert(
+            0, f"**▶ {progress.stage}{took(progress.stage)}**" + (f" ({progress.detail})" if progress.detail else "")
+        )
     return " · ".join(parts) + f" &nbsp; `{progress.elapsed_s:5.1f} s`"
 
 
@@ -129,7 +136,11 @@ def triton_line(tp: triton_pass.TritonPass) -> str:
         tri = tp.pass_result()
         stage = f"✓ {tri.verdict.value}" if tri is not None else f"not run: {tp.failure or 'no result'}"
     else:
-        hint = " (the interpreter runs each kernel in numpy: seconds for pointwise kernels, minutes for large reductions)" if stage.startswith("interpreting") else ""
+        hint = (
+            " (the interpreter runs each kernel in numpy: seconds for pointwise kernels, minutes for large reductions)"
+            if stage.startswith("interpreting")
+            else ""
+        )
         stage = f"**▶ {stage}**{hint}"
     return f"Triton on CPU: {stage}{elapsed}"
 
@@ -149,7 +160,9 @@ def follow(active: Active) -> CheckResult:
         if not active.recorded:  # the verdict is the usual check's; the sidebar may list it while Triton runs
             store().finish(active.run_id, result.verdict.value, result.explanation)
             active.recorded = True
-        cancelled = result.error is not None and result.error.kind is ErrorKind.CANCELLED  # stopped: no verdict, no error
+        cancelled = (
+            result.error is not None and result.error.kind is ErrorKind.CANCELLED
+        )  # stopped: no verdict, no error
         label = f"{active.name}: {'cancelled after' if cancelled else result.verdict.value + ' in'} {active.job.progress.elapsed_s:.1f} s"
         if active.triton_options is not None and (active.triton is not None or not active.cancelled):
             if active.triton is None:
@@ -163,7 +176,11 @@ def follow(active: Active) -> CheckResult:
             tri = active.triton.pass_result()
             label += f" · Triton on CPU: {tri.verdict.value if tri is not None else 'not run'}"
         cancel_slot.empty()
-        status.update(label=label, state="error" if result.verdict is Verdict.ERROR and not cancelled else "complete", expanded=False)
+        status.update(
+            label=label,
+            state="error" if result.verdict is Verdict.ERROR and not cancelled else "complete",
+            expanded=False,
+        )
     return result
 
 

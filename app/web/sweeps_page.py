@@ -16,7 +16,17 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.sweep.registry import list_sweeps, sweeps_root
-from app.sweep.report import PYTORCH_COLUMNS, VERDICT_COLOURS, crosstab_rows, crosstabs, disagreeing, pytorch_text, summary, ulp_text, verdict_order
+from app.sweep.report import (
+    PYTORCH_COLUMNS,
+    VERDICT_COLOURS,
+    crosstab_rows,
+    crosstabs,
+    disagreeing,
+    pytorch_text,
+    summary,
+    ulp_text,
+    verdict_order,
+)
 from app.sweep.state import DONE, SweepState
 
 REFRESH_S = 3.0
@@ -76,8 +86,15 @@ def _sweep(state: SweepState, running: bool) -> None:
         st.metric("errors", counts.get("error", 0))
     with right:
         order = [v for v in verdict_order() if v in counts]
-        figure = go.Figure(go.Bar(x=order, y=[counts[v] for v in order], marker_color=[VERDICT_COLOURS.get(v, "#999") for v in order],
-                                  text=[counts[v] for v in order], textposition="auto"))
+        figure = go.Figure(
+            go.Bar(
+                x=order,
+                y=[counts[v] for v in order],
+                marker_color=[VERDICT_COLOURS.get(v, "#999") for v in order],
+                text=[counts[v] for v in order],
+                textposition="auto",
+            )
+        )
         figure.update_layout(height=230, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="jobs")
         st.plotly_chart(figure, key="sweep_counts", config={"displayModeBar": False})
     if bugs:
@@ -87,13 +104,29 @@ def _sweep(state: SweepState, running: bool) -> None:
             if r.bug:
                 by_bug.setdefault(r.bug, []).append(r.name + (f" [{r.label}]" if r.label else ""))
         st.dataframe(
-            [{"bug": b.id, "what": b.description, "jobs": len(by_bug.get(b.id, [])), "minimization": b.status,
-              "tokens": f"{b.tokens_before} → {b.tokens_after}" if b.tokens_after is not None else "", "outcome": b.message or ""} for b in bugs],
-            hide_index=True, width="stretch", key="sweep_bugs",
+            [
+                {
+                    "bug": b.id,
+                    "what": b.description,
+                    "jobs": len(by_bug.get(b.id, [])),
+                    "minimization": b.status,
+                    "tokens": f"{b.tokens_before} → {b.tokens_after}" if b.tokens_after is not None else "",
+                    "outcome": b.message or "",
+                }
+                for b in bugs
+            ],
+            hide_index=True,
+            width="stretch",
+            key="sweep_bugs",
         )
         for b in bugs:
             if b.repro and Path(b.repro).is_file():
-                st.download_button(f"repro.py of bug {b.id}", Path(b.repro).read_text(), file_name=f"repro-{b.id}.py", key=f"repro:{b.id}")
+                st.download_button(
+                    f"repro.py of bug {b.id}",
+                    Path(b.repro).read_text(),
+                    file_name=f"repro-{b.id}.py",
+                    key=f"repro:{b.id}",
+                )
     pytorch = any(r.pytorch is not None for r in rows)
     only_disagreeing: set[str] | None = None
     if pytorch:
@@ -118,15 +151,21 @@ def _sweep(state: SweepState, running: bool) -> None:
             "explanation": r.explanation or "",
         }
         for r in rows
-        if (r.verdict if r.status == DONE else r.status) in verdicts and (not needle or needle in f"{r.program} {r.label}".lower())
+        if (r.verdict if r.status == DONE else r.status) in verdicts
+        and (not needle or needle in f"{r.program} {r.label}".lower())
         and (only_disagreeing is None or r.key in only_disagreeing)
     ]
     st.caption(f"{len(table)} of {len(rows)} jobs, the most severe first; a run opens on the check page")
     st.dataframe(
-        table, hide_index=True, width="stretch", key="sweep_jobs",
-        column_config={"run": st.column_config.LinkColumn("run", display_text="open run"),
-                       "seconds": st.column_config.NumberColumn("seconds", format="%.1f"),
-                       "peak MB": st.column_config.NumberColumn("peak MB", format="%.0f")},
+        table,
+        hide_index=True,
+        width="stretch",
+        key="sweep_jobs",
+        column_config={
+            "run": st.column_config.LinkColumn("run", display_text="open run"),
+            "seconds": st.column_config.NumberColumn("seconds", format="%.1f"),
+            "peak MB": st.column_config.NumberColumn("peak MB", format="%.0f"),
+        },
     )
 
 
@@ -138,10 +177,18 @@ def _pytorch_check(rows: list) -> set[str] | None:  # type: ignore[type-arg]
     st.caption("; ".join(rules))
     jobs, leaves = crosstabs(rows)
     columns = st.columns(2)
-    for column, (counts, what) in zip(columns, ((jobs, "jobs"), (leaves, "leaves (each sample's outputs, in op_db and module_db jobs)"))):
+    for column, (counts, what) in zip(
+        columns, ((jobs, "jobs"), (leaves, "leaves (each sample's outputs, in op_db and module_db jobs)"))
+    ):
         column.caption(what)
-        column.dataframe([{"our verdict": v, **{f"PyTorch's {c}": n for c, n in zip(PYTORCH_COLUMNS, row)}} for v, row in crosstab_rows(counts)],
-                         hide_index=True, key=f"sweep_crosstab_{what[:4]}")
+        column.dataframe(
+            [
+                {"our verdict": v, **{f"PyTorch's {c}": n for c, n in zip(PYTORCH_COLUMNS, row)}}
+                for v, row in crosstab_rows(counts)
+            ],
+            hide_index=True,
+            key=f"sweep_crosstab_{what[:4]}",
+        )
     found = disagreeing(rows)
     if not st.checkbox(f"only the {len(found)} jobs where PyTorch's check and ours disagree", key="sweep_disagree"):
         return None

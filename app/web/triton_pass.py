@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, cast
+from typing import cast
 
 import streamlit as st
 
@@ -49,7 +50,14 @@ class _Tracking:
         self._runner = runner
         self._on_job = on_job
 
-    def check(self, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None, on_progress: Callable[[Progress], None] | None = None) -> CheckResult:
+    def check(
+        self,
+        source: str,
+        options: CheckOptions | None = None,
+        filename: str = "snippet.py",
+        run_dir: Path | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> CheckResult:
         job = self._runner.submit(source, options, filename, run_dir, on_progress)
         self._on_job(job)
         return job.wait()
@@ -65,7 +73,9 @@ class TritonPass:
         self._done = threading.Event()
         self.attached: CheckResult | None = None  # the check with the pass attached
         self.failure: str | None = None  # why the pass could not even be attached
-        self._thread = threading.Thread(target=self._run, args=(result, source, options, filename), daemon=True, name="triton-cpu-pass")
+        self._thread = threading.Thread(
+            target=self._run, args=(result, source, options, filename), daemon=True, name="triton-cpu-pass"
+        )
         self._thread.start()
 
     def _run(self, result: CheckResult, source: str, options: CheckOptions, filename: str) -> None:

@@ -1,4 +1,5 @@
 """BERT-base (12 layers, 768 wide, 110M parameters: 418 MiB in fp32), random weights, batch 2 x 128 tokens."""
+
 import torch
 from transformers import BertConfig, BertModel
 

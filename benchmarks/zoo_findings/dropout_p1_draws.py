@@ -2,6 +2,7 @@
 from the generator when compiled but not in eager (ATen returns zeros without a draw), so every later draw of
 the program shifts: a following `dropout(y, 0.5)` keeps other elements. Found in op_db's bf16 dropout samples
 (sample 8 after sample 4); fp32 the same."""
+
 import torch
 import torch._inductor.config as config
 import torch.nn.functional as F

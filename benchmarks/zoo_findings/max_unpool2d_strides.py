@@ -1,4 +1,5 @@
 """max_unpool2d of a channels-last input: eager returns a channels-last output, Inductor a contiguous one (equal values)."""
+
 import torch
 import torch.nn.functional as F
 

@@ -26,11 +26,14 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     import torch._inductor.config as inductor_config
     from torch._inductor.compiler_bisector import CompilerBisector
 
-
     targets = {l.name for l in result.leaves if l.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
     out = run_dir / BISECT_FILE
     if not targets:
-        out.write_text(json.dumps(BisectReport("not-divergent", explanation=f"nothing to bisect: {result.verdict.value}").to_json()))
+        out.write_text(
+            json.dumps(
+                BisectReport("not-divergent", explanation=f"nothing to bisect: {result.verdict.value}").to_json()
+            )
+        )
         return
     seed = max(result.seeds, key=lambda s: s.verdict.severity).seed if result.seeds else run.options.seed
     calls = [0]
@@ -41,7 +44,11 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
         torch._dynamo.reset()
         settings = run.settings()
         try:
-            outcomes = run_repro(run, seed, settings) if run.style is SnippetStyle.REPRO else run_program(run, [seed], settings)[0][1]
+            outcomes = (
+                run_repro(run, seed, settings)
+                if run.style is SnippetStyle.REPRO
+                else run_program(run, [seed], settings)[0][1]
+            )
         except (StageError, SnippetError) as exc:  # a configuration that cannot run is not "good"
             errors.append(str(exc)[:200])
             return False
@@ -56,17 +63,36 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
         try:
             found = CompilerBisector.do_bisect(good)
         except Exception as exc:  # the bisector itself failed: say so, the check result stands
-            report = BisectReport("failed", predicate_calls=calls[0], predicate_errors=len(errors), seconds=time.monotonic() - started, explanation=f"the bisector raised {type(exc).__name__}: {exc}")
+            report = BisectReport(
+                "failed",
+                predicate_calls=calls[0],
+                predicate_errors=len(errors),
+                seconds=time.monotonic() - started,
+                explanation=f"the bisector raised {type(exc).__name__}: {exc}",
+            )
             out.write_text(json.dumps(report.to_json()))
             return
     torch._dynamo.reset()
     if found is None:
-        report = BisectReport("no-culprit", predicate_calls=calls[0], predicate_errors=len(errors), seconds=time.monotonic() - started, explanation=explain(None, None, None, None))
+        report = BisectReport(
+            "no-culprit",
+            predicate_calls=calls[0],
+            predicate_errors=len(errors),
+            seconds=time.monotonic() - started,
+            explanation=explain(None, None, None, None),
+        )
     else:
         number = found.bisect_number if found.bisect_number is not None else None
         info = str(found.debug_info) if found.debug_info else None
         report = BisectReport(
-            "found", found.backend, found.subsystem or None, number, info, calls[0], len(errors), time.monotonic() - started,
+            "found",
+            found.backend,
+            found.subsystem or None,
+            number,
+            info,
+            calls[0],
+            len(errors),
+            time.monotonic() - started,
             explain(found.backend, found.subsystem, number, info),
         )
     out.write_text(json.dumps(report.to_json()))

@@ -13,8 +13,9 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from engine import provenance
 from engine.result import GeneratedCode, Kernel, OutputCode
@@ -57,7 +58,9 @@ class _Collector(logging.Handler):
             self.outputs.append(parse_output_code(message.split(":", 1)[1].lstrip("\n")))
 
     def result(self) -> GeneratedCode:
-        outputs = self.tracked.join(self.outputs, self.program, self.source) if self.tracked is not None else self.outputs
+        outputs = (
+            self.tracked.join(self.outputs, self.program, self.source) if self.tracked is not None else self.outputs
+        )
         return GeneratedCode(tuple(self.graphs), tuple(outputs), tuple(self.breaks), tuple(self.recompiles))
 
 
@@ -79,7 +82,11 @@ class _ProvenanceCollector(logging.Handler):
         try:
             metadata = getattr(record, "metadata", None) or {}
             payload = getattr(record, "payload", None)
-            name = metadata["artifact"].get("name") if isinstance(metadata.get("artifact"), dict) else next(iter(metadata), None)
+            name = (
+                metadata["artifact"].get("name")
+                if isinstance(metadata.get("artifact"), dict)
+                else next(iter(metadata), None)
+            )
             if name == provenance.POST_GRAD_GRAPH:
                 self._post_grad = payload
             elif name == "inductor_output_code" and isinstance(payload, str):
@@ -99,7 +106,9 @@ class _ProvenanceCollector(logging.Handler):
         joined = []
         for out in outputs:
             try:
-                found = provenance.build(out.source, [k.name for k in out.kernels], self.groups.get(out.source.strip()), program, source)
+                found = provenance.build(
+                    out.source, [k.name for k in out.kernels], self.groups.get(out.source.strip()), program, source
+                )
             except Exception as exc:  # noqa: BLE001 - same: say so, never fail the check
                 found = provenance.unknown(f"reading torch's provenance failed: {type(exc).__name__}: {exc}")
             joined.append(dataclasses.replace(out, provenance=found))
@@ -120,7 +129,9 @@ def provenance_config(program: str, source: str) -> dict[str, Any]:
     patch: dict[str, Any] = {}
     if not config.trace.provenance_tracking_level:
         patch["trace.provenance_tracking_level"] = 1
-    if getattr(config, "post_grad_custom_post_pass", "absent") is None:  # the user's own pass wins; lines are still verified
+    if (
+        getattr(config, "post_grad_custom_post_pass", "absent") is None
+    ):  # the user's own pass wins; lines are still verified
         try:
             from torch._inductor.custom_graph_pass import CustomGraphPass
         except ImportError:
@@ -174,13 +185,16 @@ def without_engine_frames(text: str) -> str:
 def parse_output_code(source: str) -> OutputCode:
     match = _AOT_ID.search(source)
     kernels = tuple(
-        Kernel(m["name"], "triton" if m["kind"] == "triton" else "cpp", m["src"].strip("\n")) for m in _KERNEL.finditer(source)
+        Kernel(m["name"], "triton" if m["kind"] == "triton" else "cpp", m["src"].strip("\n"))
+        for m in _KERNEL.finditer(source)
     )
     return OutputCode(match.group(1) if match else f"graph_{id(source)}", source, kernels)
 
 
 @contextlib.contextmanager
-def capture_generated_code(trace_dir: Path | None = None, program: str | None = None, source: str | None = None) -> Iterator[_Collector]:
+def capture_generated_code(
+    trace_dir: Path | None = None, program: str | None = None, source: str | None = None
+) -> Iterator[_Collector]:
     """Collect FX graphs, output code, graph breaks and recompilations for everything compiled inside.
 
     With `trace_dir`, torch's structured trace (what TORCH_TRACE writes, tlparse's input) goes there too.

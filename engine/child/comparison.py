@@ -11,8 +11,9 @@ gradients.py (the backward half of every run), state.py (the module state across
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -57,8 +58,12 @@ class CallOutcome:
     low_precision: bool
     drew_random: bool = False  # eager's call advanced the default generator: the program draws random numbers
     roundings: tuple[ScalarRounding, ...] = ()  # the Python scalars the faithful fp64 reference rounded as eager does
-    random_ops: tuple[str, ...] = ()  # ops tagged nondeterministic_seeded that advanced a generator in eager's run (rng's evidence)
-    round_trips: tuple[tuple[str, str], ...] = ()  # (ATen producer -> consumer, dtype): eager's low-precision roundings between fusible ops
+    random_ops: tuple[
+        str, ...
+    ] = ()  # ops tagged nondeterministic_seeded that advanced a generator in eager's run (rng's evidence)
+    round_trips: tuple[
+        tuple[str, str], ...
+    ] = ()  # (ATen producer -> consumer, dtype): eager's low-precision roundings between fusible ops
 
 
 def compare_call(
@@ -115,7 +120,11 @@ def compare_call(
     e_state = guard.copies(e_changed)
     guard.put_back(e_changed)
     # eager's copy is the inputs as they were unless eager changed it; only then is another copy needed
-    pristine = casting.clone_tree((args, kwargs)) if _inputs_changed((args, kwargs), (e_args, e_kwargs)) else (e_args, e_kwargs)
+    pristine = (
+        casting.clone_tree((args, kwargs))
+        if _inputs_changed((args, kwargs), (e_args, e_kwargs))
+        else (e_args, e_kwargs)
+    )
 
     settings.emit("compiling" if settings.compiled_calls == 0 else "compiled run")
     c_args, c_kwargs = (args, kwargs)
@@ -150,10 +159,15 @@ def compare_call(
         try:
             ref = fp64_reference(eager_fn, pristine, seed, state, backward=settings.backward, note=settings.note)
         except Exception as exc:  # the reference is best-effort: many ops have no float64 kernel
-            settings.note(f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances")
+            settings.note(
+                f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances"
+            )
 
     def build(
-        reference: Reference | None, what: str | None = None, plain: dict[str, tuple[float | None, float | None]] | None = None, undefined: uninitialized.Undefined | None = None
+        reference: Reference | None,
+        what: str | None = None,
+        plain: dict[str, tuple[float | None, float | None]] | None = None,
+        undefined: uninitialized.Undefined | None = None,
     ) -> LeafBuilder:
         builder = LeafBuilder(settings, prefix, what, plain, undefined)
         r = reference or Reference()
@@ -170,7 +184,11 @@ def compare_call(
         return builder
 
     settings.emit("comparing")
-    judged_by: tuple[Reference | None, str | None, dict[str, tuple[float | None, float | None]] | None] = (ref, None, None)
+    judged_by: tuple[Reference | None, str | None, dict[str, tuple[float | None, float | None]] | None] = (
+        ref,
+        None,
+        None,
+    )
     builder = build(*judged_by)
     roundings: tuple[ScalarRounding, ...] = ()
     trace: faithful.Trace | None = None
@@ -181,16 +199,22 @@ def compare_call(
             trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
             mode = faithful.FaithfulMode(trace)
             faithful_ref = (
-                fp64_reference(eager_fn, pristine, seed, state, backward=settings.backward, note=settings.note, mode=mode)
+                fp64_reference(
+                    eager_fn, pristine, seed, state, backward=settings.backward, note=settings.note, mode=mode
+                )
                 if trace.changes_reference
                 else None
             )
         except Exception as exc:  # best-effort, like the plain reference: a program may refuse a dispatch mode
-            settings.note(f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the plain one")
+            settings.note(
+                f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the plain one"
+            )
         else:
             if faithful_ref is not None:
                 if mode.unmatched:
-                    settings.note(f"the faithful fp64 reference could not replay eager's draw for {', '.join(sorted(set(mode.unmatched)))}")
+                    settings.note(
+                        f"the faithful fp64 reference could not replay eager's draw for {', '.join(sorted(set(mode.unmatched)))}"
+                    )
                 plain = {l.name: (l.eager_ref_rms, l.eager_ref_max) for l in builder.leaves}
                 settings.emit("comparing")
                 judged_by = (faithful_ref, trace.describe(), plain)
@@ -208,7 +232,9 @@ def compare_call(
     if differ and (trace is None or trace.uninitialized):
         # values differ: are some of them memory the program never wrote? (a trace that saw no such op says no)
         try:
-            undefined = uninitialized.undefined_elements(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
+            undefined = uninitialized.undefined_elements(
+                EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward)
+            )
         except Exception as exc:  # best-effort, like the faithful trace: every element stays judged
             settings.note(f"uninitialized memory could not be looked for ({type(exc).__name__}: {str(exc)[:200]})")
         else:
@@ -216,7 +242,9 @@ def compare_call(
                 settings.emit("comparing")
                 builder = build(*judged_by, undefined)
     round_trips = tuple(trace.round_trips.items()) if trace is not None else ()
-    return CallOutcome(builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops, round_trips), c_out
+    return CallOutcome(
+        builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops, round_trips
+    ), c_out
 
 
 def _drop_graph(tensors: list[tuple[str, torch.Tensor]]) -> None:
@@ -244,7 +272,9 @@ def _inputs_changed(original: Any, copy: Any) -> bool:
             try:
                 if not bool(bitwise_equal(dense(a.detach()), dense(b.detach())).all()):
                     return True
-            except UnsupportedOutput:  # a layout with no dense form: copy again; building its leaf says why it cannot be compared
+            except (
+                UnsupportedOutput
+            ):  # a layout with no dense form: copy again; building its leaf says why it cannot be compared
                 return True
         elif type(a) is not type(b) or isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
             return True
@@ -264,4 +294,6 @@ def _any_floating(*trees: Any) -> bool:
 
 def _drifts(leaf: LeafResult) -> bool:
     """Values differ where a reference judged them (not bit-identical, not a structural or exact-dtype verdict)."""
-    return leaf.mismatches > 0 and leaf.eager_ref_rms is not None and leaf.verdict in (Verdict.BENIGN, Verdict.DIVERGENT)
+    return (
+        leaf.mismatches > 0 and leaf.eager_ref_rms is not None and leaf.verdict in (Verdict.BENIGN, Verdict.DIVERGENT)
+    )

@@ -14,7 +14,8 @@ Best effort: a torch without the hook gives no sub-stages, and a failing report 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 # phase start -> what to say; the graph counter moves on at each frame Dynamo starts to compile
 _PHASES = {

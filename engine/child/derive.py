@@ -8,7 +8,8 @@ finds nothing to change raises `NotApplicable`: the probe would only repeat the 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -23,7 +24,18 @@ def special_values(dtype: torch.dtype) -> list[float]:
     """The values that break kernels: signed zeros, infinities, NaN, subnormals, huge magnitudes."""
     info = torch.finfo(dtype)
     subnormal = info.smallest_normal / 8  # below the normal range: flushed by FTZ/DAZ code paths
-    return [0.0, -0.0, math.inf, -math.inf, math.nan, subnormal, -subnormal, info.max / 2, -info.max / 2, math.sqrt(info.max) * 2]
+    return [
+        0.0,
+        -0.0,
+        math.inf,
+        -math.inf,
+        math.nan,
+        subnormal,
+        -subnormal,
+        info.max / 2,
+        -info.max / 2,
+        math.sqrt(info.max) * 2,
+    ]
 
 
 def derive(kind: str, args: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
@@ -62,7 +74,9 @@ def _special(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None
     n = flat.numel()
     count = min(n, max(len(values), n // 4))
     positions = torch.randperm(n, generator=generator)[:count]
-    picks = torch.cat([torch.arange(len(values)), torch.randint(len(values), (max(0, count - len(values)),), generator=generator)])[:count]
+    picks = torch.cat(
+        [torch.arange(len(values)), torch.randint(len(values), (max(0, count - len(values)),), generator=generator)]
+    )[:count]
     flat[positions.to(flat.device)] = values[picks].to(flat.dtype).to(flat.device)
     return _same_layout(flat.reshape(t.shape), t)
 

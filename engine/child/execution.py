@@ -12,8 +12,9 @@ import platform
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -81,7 +82,16 @@ class Run:
 
     def settings(self) -> CallSettings:
         o = self.options
-        settings = CallSettings(o.strict, o.benign_factor, o.noise_ulps, o.backward, o.fp64_reference, o.max_stored_elements, self.emit, self.notes)
+        settings = CallSettings(
+            o.strict,
+            o.benign_factor,
+            o.noise_ulps,
+            o.backward,
+            o.fp64_reference,
+            o.max_stored_elements,
+            self.emit,
+            self.notes,
+        )
         settings.compiled_failure = self.compiled_failure
         return settings
 
@@ -101,7 +111,9 @@ def run_check(
     `namespace` replaces executing the source (the explicit in-process mode of `engine.check`).
     `after` runs once the result is saved, in the same process and state (a localization step).
     """
-    run = Run(options, source, filename, emit, namespace=namespace, trace_dir=run_dir / TRACE_DIR if options.trace else None)
+    run = Run(
+        options, source, filename, emit, namespace=namespace, trace_dir=run_dir / TRACE_DIR if options.trace else None
+    )
     run.notes.extend(notes)
     run.emit("loading")
     code = GeneratedCode()
@@ -116,16 +128,32 @@ def run_check(
             rng_config: dict[str, Any] = {}
             if _wants_rng_recheck(options, outcomes, leaves):
                 draws = tuple(dict.fromkeys(op for _, calls in outcomes for call in calls for op in call.random_ops))
-                leaves = _recheck(run, leaves, seeds, RNG_RECHECK, evidence=mechanisms.random_evidence(draws) if draws else None)
+                leaves = _recheck(
+                    run, leaves, seeds, RNG_RECHECK, evidence=mechanisms.random_evidence(draws) if draws else None
+                )
                 seeds = _resummarize_worst_seed(seeds, leaves)
                 rng_config = dict(RNG_RECHECK.config)  # masks must agree for a precision re-check to see anything
             if _wants_precision_recheck(options, outcomes, leaves):
                 trips = mechanisms.round_trips(run.code.fx_graphs)
                 # inside a library call (F.alpha_dropout) the Dynamo graph shows one node: eager's ATen ops show the round trip
-                aten = tuple(dict.fromkeys(pair for _, calls in outcomes for call in calls for pair in call.round_trips))
-                evidence = mechanisms.precision_cast_evidence(trips) if trips else mechanisms.aten_round_trip_evidence(aten) if aten else None
+                aten = tuple(
+                    dict.fromkeys(pair for _, calls in outcomes for call in calls for pair in call.round_trips)
+                )
+                evidence = (
+                    mechanisms.precision_cast_evidence(trips)
+                    if trips
+                    else mechanisms.aten_round_trip_evidence(aten)
+                    if aten
+                    else None
+                )
                 leaves = _recheck(
-                    run, leaves, seeds, PRECISION_RECHECK, rng_config, evidence, unsaid=_same_compile_as_minimizer(options, outcomes)
+                    run,
+                    leaves,
+                    seeds,
+                    PRECISION_RECHECK,
+                    rng_config,
+                    evidence,
+                    unsaid=_same_compile_as_minimizer(options, outcomes),
                 )
                 seeds = _resummarize_worst_seed(seeds, leaves)
     except SnippetError as exc:
@@ -178,7 +206,16 @@ def _derived(run: Run, args: Any, seed: int) -> Any:
         raise StageError(ErrorKind.OPTIONS, NOT_APPLICABLE + str(exc)) from None
 
 
-def _compare_calls(run: Run, fn: Any, compiled: Any, args: Any, make_inputs: Callable[[], Any], seed: int, dtype: Any, settings: CallSettings) -> list[CallOutcome]:
+def _compare_calls(
+    run: Run,
+    fn: Any,
+    compiled: Any,
+    args: Any,
+    make_inputs: Callable[[], Any],
+    seed: int,
+    dtype: Any,
+    settings: CallSettings,
+) -> list[CallOutcome]:
     """Call 0 on `args`; with `calls` > 1, call k on the inputs of seed + k, the compiled callable and any
     state it changed carried over: guards, caches and mutated state only show on a re-execution."""
     calls = run.options.calls
@@ -228,7 +265,9 @@ def _interpreter_fits(run: Run, args: Any, settings: CallSettings) -> None:
     elapsed = sum(run.stage_seconds.values()) + time.monotonic() - run.stage_start
     budget = run.options.timeout_s - elapsed - 30  # left for the fp64 reference, the comparison and writing the result
     triton_cpu.watch_launches(
-        lambda name: run.emit(f"interpreting {name}"), refuse, budget,
+        lambda name: run.emit(f"interpreting {name}"),
+        refuse,
+        budget,
         lambda message, timed_out: StageError(ErrorKind.TIMEOUT if timed_out else ErrorKind.OPTIONS, message),
     )
 
@@ -334,7 +373,9 @@ def run_repro(run: Run, seed: int, settings: CallSettings) -> list[CallOutcome]:
     def checked(compiled: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             args = _derived(run, args, seed + len(outcomes))
-            outcome, out = compare_call(original, compiled, args, kwargs, seed + len(outcomes), settings, prefix=f"call{len(outcomes)}: ")
+            outcome, out = compare_call(
+                original, compiled, args, kwargs, seed + len(outcomes), settings, prefix=f"call{len(outcomes)}: "
+            )
             outcomes.append(outcome)
             return out
 
@@ -358,7 +399,9 @@ def run_repro(run: Run, seed: int, settings: CallSettings) -> list[CallOutcome]:
     except StageError as exc:
         if exc.kind is not ErrorKind.SNIPPET or not outcomes:
             raise
-        settings.note(f"the script raised after {len(outcomes)} compared call(s); shown: those calls. {exc.message.splitlines()[0][:300]}")
+        settings.note(
+            f"the script raised after {len(outcomes)} compared call(s); shown: those calls. {exc.message.splitlines()[0][:300]}"
+        )
     finally:
         torch.compile = real_compile  # type: ignore[assignment]
     if not outcomes:
@@ -398,13 +441,17 @@ def merge_outcomes(outcomes: list[CallOutcome]) -> tuple[list[LeafResult], dict[
     return leaves, arrays, low
 
 
-def _pick_worst_seed(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[list[LeafResult], list[SeedOutcome], dict[str, StoredLeaf]]:
+def _pick_worst_seed(
+    outcomes: list[tuple[int, list[CallOutcome]]],
+) -> tuple[list[LeafResult], list[SeedOutcome], dict[str, StoredLeaf]]:
     seeds: list[SeedOutcome] = []
     best: tuple[int, list[LeafResult], dict[str, StoredLeaf]] | None = None
     for seed, calls in outcomes:
         leaves, arrays, _ = merge_outcomes(calls)
         verdict = worst([l.verdict for l in leaves])
-        seeds.append(SeedOutcome(seed, verdict, oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])))
+        seeds.append(
+            SeedOutcome(seed, verdict, oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves]))
+        )
         if best is None or verdict.severity > best[0]:
             best = (verdict.severity, leaves, arrays)
     assert best is not None
@@ -419,19 +466,27 @@ def _resummarize_worst_seed(seeds: list[SeedOutcome], leaves: list[LeafResult]) 
     return [SeedOutcome(s.seed, verdict, summary) if s.seed == worst_seed else s for s in seeds]
 
 
-def _wants_precision_recheck(options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]) -> bool:
+def _wants_precision_recheck(
+    options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]
+) -> bool:
     """Value drift that a low-precision round trip could explain gets a second compile with emulation on.
 
     Any value-divergent leaf qualifies (a program may cast to bf16 internally and return fp32); a benign
     one only where low precision is visible, since fp32 reassociation is the usual cause there.
     """
-    if not options.recheck_precision_casts or options.inductor_config.get("emulate_precision_casts") or options.triton_cpu:
+    if (
+        not options.recheck_precision_casts
+        or options.inductor_config.get("emulate_precision_casts")
+        or options.triton_cpu
+    ):
         return False
     if options.backend not in (None, "inductor"):
         return False
     low = options.dtype is not None or any(o.low_precision for _, calls in outcomes for o in calls)
     value_leaves = [l for l in leaves if not l.structural]
-    return any(l.verdict is Verdict.DIVERGENT for l in value_leaves) or (low and any(l.verdict is Verdict.BENIGN for l in value_leaves))
+    return any(l.verdict is Verdict.DIVERGENT for l in value_leaves) or (
+        low and any(l.verdict is Verdict.BENIGN for l in value_leaves)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -463,16 +518,26 @@ def _random_mechanism(leaf: LeafResult, evidence: str) -> str:
 _VALUE_SYMPTOMS = frozenset({Symptom.VALUE, Symptom.NAN, Symptom.INF, Symptom.SIGNED_ZERO})
 
 PRECISION_RECHECK = Recheck(
-    "precision-cast recheck", {"emulate_precision_casts": True}, Verdict.PRECISION_CAST, lambda l: not l.structural, _cast_mechanism,
+    "precision-cast recheck",
+    {"emulate_precision_casts": True},
+    Verdict.PRECISION_CAST,
+    lambda l: not l.structural,
+    _cast_mechanism,
     "the program has no bf16/fp16 value that eager rounds and a fused kernel could keep in fp32",
 )
 RNG_RECHECK = Recheck(
-    "rng recheck", {"fallback_random": True}, Verdict.RNG, lambda l: set(l.symptoms) <= _VALUE_SYMPTOMS, _random_mechanism,
+    "rng recheck",
+    {"fallback_random": True},
+    Verdict.RNG,
+    lambda l: set(l.symptoms) <= _VALUE_SYMPTOMS,
+    _random_mechanism,
     "no op of eager's run drew random numbers",
 )
 
 
-def _wants_rng_recheck(options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]) -> bool:
+def _wants_rng_recheck(
+    options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]
+) -> bool:
     """Values that differ in a program that draws random numbers get a second compile with fallback_random on.
 
     Benign leaves qualify too: where the fp64 reference draws its own numbers (CUDA's stream depends on the
@@ -495,7 +560,9 @@ def _same_compile_as_minimizer(options: CheckOptions, outcomes: list[tuple[int, 
     the minimizer's first compile of the program (and of every candidate whose graph is unchanged) is a
     cache hit on this re-check's.
     """
-    if options.inductor_config.get("fallback_random") is not None or any(o.drew_random for _, calls in outcomes for o in calls):
+    if options.inductor_config.get("fallback_random") is not None or any(
+        o.drew_random for _, calls in outcomes for o in calls
+    ):
         return {}
     return {"fallback_random": True}
 
@@ -545,10 +612,14 @@ def _recheck(
             why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf, evidence)}"
             leaf = dataclasses.replace(leaf, verdict=recheck.verdict, explanation=why)
         elif fixed:
-            leaf = dataclasses.replace(leaf, explanation=f"{leaf.explanation}; {mechanisms.unexplained(flags, recheck.missing)}")
+            leaf = dataclasses.replace(
+                leaf, explanation=f"{leaf.explanation}; {mechanisms.unexplained(flags, recheck.missing)}"
+            )
         elif leaf.verdict is Verdict.DIVERGENT and again.verdict is Verdict.DIVERGENT and recheck is RNG_RECHECK:
             # say so: the random draws are not what makes this leaf differ (a minimizer must not chase them)
-            leaf = dataclasses.replace(leaf, explanation=f"{leaf.explanation}; still divergent with {flags}: {again.explanation.split(';')[0]}")
+            leaf = dataclasses.replace(
+                leaf, explanation=f"{leaf.explanation}; still divergent with {flags}: {again.explanation.split(';')[0]}"
+            )
         updated.append(leaf)
     return updated
 

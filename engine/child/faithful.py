@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -47,7 +48,9 @@ Key = tuple[str, str, float]  # (op, argument name, the scalar as eager received
 _SEQUENCES = {torch.arange, torch.linspace, torch.logspace}
 # ATen ops whose output is memory as the allocator left it (engine/child/uninitialized.py judges what a program
 # leaves unwritten); the trace notes them so that a call without one needs no poisoned re-runs
-UNINITIALIZED_OPS = frozenset({"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"})
+UNINITIALIZED_OPS = frozenset(
+    {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
+)
 
 
 def uninitialized_op(op: Any) -> str | None:
@@ -67,7 +70,9 @@ class ExactSequences(TorchFunctionMode):
     reference, because minimizer/repro.py embeds this module: a repro's reference is the check's.
     """
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         dtype = kwargs.get("dtype")
         if func in _SEQUENCES and isinstance(dtype, torch.dtype) and dtype.is_floating_point and dtype.itemsize < 8:
@@ -101,7 +106,10 @@ class Trace:
             for r in self.roundings:
                 key = (r.op, r.value, r.rounded, r.dtype)
                 seen[key] = seen.get(key, 0) + 1
-            shown = [f"{v:g} -> {rd!r} ({dt}) in {op}" + (f" x{n}" if n > 1 else "") for (op, v, rd, dt), n in list(seen.items())[:3]]
+            shown = [
+                f"{v:g} -> {rd!r} ({dt}) in {op}" + (f" x{n}" if n > 1 else "")
+                for (op, v, rd, dt), n in list(seen.items())[:3]
+            ]
             more = f" and {len(seen) - 3} more" if len(seen) > 3 else ""
             parts.append("Python scalars rounded as eager rounds them: " + "; ".join(shown) + more)
         if self.draw_count:
@@ -161,7 +169,9 @@ def _cloned(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, .
     return tuple(clone(v) for v in args), {n: clone(v) for n, v in kwargs.items()}
 
 
-def _replaced(args: tuple[Any, ...], kwargs: dict[str, Any], where: int | str, value: float) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _replaced(
+    args: tuple[Any, ...], kwargs: dict[str, Any], where: int | str, value: float
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The call's arguments with one scalar replaced (the same tensor objects: an in-place op still writes to them)."""
     a, k = list(args), dict(kwargs)
     if isinstance(where, int):
@@ -204,7 +214,9 @@ class EagerTrace(TorchDispatchMode):
         self._cache: dict[tuple[str, str, torch.dtype, float], bool] = {}
         self._rounded: Any = torch.utils.weak.WeakIdKeyDictionary()  # low-precision pointwise result -> its op
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         if torch.Tag.nondeterministic_seeded in func.tags:
             return self._draw(func, args, kwargs)
@@ -246,7 +258,14 @@ class EagerTrace(TorchDispatchMode):
             self.trace.random_ops[name] = self.trace.random_ops.get(name, 0) + 1
         return out
 
-    def _decide(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, scalars: list[tuple[str, int | str, float]]) -> None:
+    def _decide(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out: Any,
+        scalars: list[tuple[str, int | str, float]],
+    ) -> None:
         dtype = _operand_dtype(args, kwargs, out)
         for name, where, value in scalars:
             key = (str(func), name, float(value))
@@ -255,10 +274,22 @@ class EagerTrace(TorchDispatchMode):
                 r = float(torch.tensor(value, dtype=dtype))
                 if r != value and self._rounds(func, args, kwargs, out, where, value, r, dtype):
                     rounded = r
-                    self.trace.roundings.append(Rounding(str(func), name, float(value), r, str(dtype).removeprefix("torch.")))
+                    self.trace.roundings.append(
+                        Rounding(str(func), name, float(value), r, str(dtype).removeprefix("torch."))
+                    )
             self.trace.decisions[key].append(rounded)
 
-    def _rounds(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, where: int | str, value: float, r: float, dtype: torch.dtype) -> bool:
+    def _rounds(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out: Any,
+        where: int | str,
+        value: float,
+        r: float,
+        dtype: torch.dtype,
+    ) -> bool:
         """Does eager round `value` to `r` here, in a way that shows? Asked of eager itself.
 
         A pointwise op of one tensor is asked on every finite value of the dtype: eager rounds when the
@@ -291,14 +322,18 @@ class EagerTrace(TorchDispatchMode):
         return rounds
 
 
-def _moves(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, where: int | str, r: float, neighbour: float) -> tuple[int, int]:
+def _moves(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, where: int | str, r: float, neighbour: float
+) -> tuple[int, int]:
     """(elements that differ from `out` with the scalar pre-rounded, elements the next value then changes)."""
     with_r = _call(func, args, kwargs, where, r)
     with_n = _call(func, args, kwargs, where, neighbour)
     return _differing(with_r, out), _differing(with_n, with_r)
 
 
-def _probe_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: torch.dtype) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+def _probe_call(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: torch.dtype
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """The call with its one tensor operand replaced by every finite value of `dtype`, for a pointwise op of one tensor."""
     if torch.Tag.pointwise not in func.tags:
         return None
@@ -329,7 +364,9 @@ class FaithfulMode(TorchDispatchMode):
         self.draws = {k: deque(v) for k, v in trace.draws.items()}
         self.unmatched: list[str] = []
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         if torch.Tag.nondeterministic_seeded in func.tags:
             return self._replay(func, args, kwargs)

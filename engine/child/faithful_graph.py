@@ -19,7 +19,8 @@ check's own reference (the program on float64 inputs) does not round there.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.fx
@@ -36,7 +37,9 @@ _TO_COPY = torch.ops.aten._to_copy.default
 class _Graph(torch.fx.Interpreter):
     """Runs a graph recording every node's value; `fp64` runs it as the faithful float64 reference."""
 
-    def __init__(self, gm: Any, roundings: dict[tuple[str, float], float], fp64: bool, draws: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, gm: Any, roundings: dict[tuple[str, float], float], fp64: bool, draws: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(gm)
         self.roundings, self.fp64, self.draws = roundings, fp64, draws or {}
         self.values: dict[str, Any] = {}
@@ -91,13 +94,19 @@ def _to_fp64(value: Any) -> Any:
     return value
 
 
-def run(gm: Any, inputs: Sequence[Any], roundings: Sequence[ScalarRounding]) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def run(
+    gm: Any, inputs: Sequence[Any], roundings: Sequence[ScalarRounding]
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(eager value of every node, its faithful float64 reference, the scalars rounded): the graph on `inputs`."""
     table = {(r.op, float(r.value)): float(r.rounded) for r in roundings}
     with torch.no_grad():
         eager = _Graph(gm, table, fp64=False)
         eager.run(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-        draws = {n.name: eager.values[n.name] for n in gm.graph.nodes if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())}
+        draws = {
+            n.name: eager.values[n.name]
+            for n in gm.graph.nodes
+            if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
+        }
         reference = _Graph(gm, table, fp64=True, draws=draws)
         reference.run(*[_to_fp64(x.detach().clone()) if isinstance(x, torch.Tensor) else x for x in inputs])
     return eager.values, reference.values, eager.rounded

@@ -24,7 +24,8 @@ reference falls back to the copy (engine/child/reference.py).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
@@ -35,9 +36,18 @@ _TensorBase = torch._C.TensorBase
 _VALUE_GETTERS = {_TensorBase.T, _TensorBase.mT, _TensorBase.H, _TensorBase.mH, _TensorBase.real, _TensorBase.imag}
 # methods that read only metadata: casting a weight to answer them would cost a copy for nothing
 _METADATA = {
-    torch.Tensor.size, torch.Tensor.dim, torch.Tensor.numel, torch.Tensor.stride, torch.Tensor.is_contiguous,
-    torch.Tensor.storage_offset, torch.Tensor.__len__, torch.Tensor.is_floating_point, torch.Tensor.is_complex,
-    torch.Tensor.get_device, torch.Tensor.nelement, torch.Tensor.ndimension,
+    torch.Tensor.size,
+    torch.Tensor.dim,
+    torch.Tensor.numel,
+    torch.Tensor.stride,
+    torch.Tensor.is_contiguous,
+    torch.Tensor.storage_offset,
+    torch.Tensor.__len__,
+    torch.Tensor.is_floating_point,
+    torch.Tensor.is_complex,
+    torch.Tensor.get_device,
+    torch.Tensor.nelement,
+    torch.Tensor.ndimension,
 }
 
 
@@ -97,7 +107,9 @@ class Fp64State(TorchFunctionMode):
             return shadow
         return t
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         if getattr(func, "__name__", "") == "__get__":  # a property read: t.dtype, t.T, t.shape, t.grad
             owner = getattr(func, "__self__", None)

@@ -31,7 +31,9 @@ def backward(out: Any, inputs: Any, state: dict[str, torch.Tensor], seed: int) -
         return {}
     gen = torch.Generator().manual_seed(seed + 1)
     with torch.utils._python_dispatch._disable_current_modes():  # the harness's draw: no faithful trace records it
-        cotangents = [torch.randn(t.shape, generator=gen, dtype=torch.float64).to(dtype=t.dtype, device=t.device) for t in outs]
+        cotangents = [
+            torch.randn(t.shape, generator=gen, dtype=torch.float64).to(dtype=t.dtype, device=t.device) for t in outs
+        ]
     torch.autograd.backward(outs, cotangents)
     grads: dict[str, torch.Tensor] = {}
     for path, t in tensors_of(inputs[0], "args") + tensors_of(inputs[1], "kwargs"):

@@ -29,7 +29,6 @@ from engine.snippet import SnippetError, SnippetStyle
 _MAX_LISTED = 20
 
 
-
 @dataclass
 class _Graph:
     """One graph Inductor compiled: its pristine copy, the nodes exposed, and the first call's values."""
@@ -56,7 +55,9 @@ def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
         except Exception as exc:  # localization is best effort: the check's own result stands
             import traceback
 
-            report = IntermediatesReport("failed", f"{type(exc).__name__}: {exc}", notes=(traceback.format_exc()[-2000:],))
+            report = IntermediatesReport(
+                "failed", f"{type(exc).__name__}: {exc}", notes=(traceback.format_exc()[-2000:],)
+            )
     out.write_text(json.dumps(report.to_json()))
 
 
@@ -78,7 +79,9 @@ def _localize(
             return lambda m: compile_instrumented(m, **kwargs)
         chosen = kwargs.get("backend", "inductor")
         if chosen != "inductor":
-            raise _NotApplicable(f"the program is compiled with backend {chosen!r}; only Inductor's graph can be instrumented")
+            raise _NotApplicable(
+                f"the program is compiled with backend {chosen!r}; only Inductor's graph can be instrumented"
+            )
         kwargs = {k: v for k, v in kwargs.items() if k not in ("mode", "backend")}
         return real_compile(model, backend=backend, **kwargs)
 
@@ -92,7 +95,12 @@ def _localize(
         # without --backward only the forward's values matter: under no_grad AOTAutograd compiles an inference
         # graph, whose outputs can be extended (a training graph's forward returns saved tensors it relies on)
         grad = contextlib.nullcontext() if run.options.backward else torch.no_grad()
-        with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False), capture_generated_code(None) as captured, grad:
+        with (
+            inductor_config.patch(fx_graph_cache=False),
+            functorch_config.patch(enable_autograd_cache=False),
+            capture_generated_code(None) as captured,
+            grad,
+        ):
             try:
                 if run.style is SnippetStyle.REPRO:
                     outcomes = run_repro(run, seed, settings)
@@ -114,7 +122,11 @@ def _localize(
     roundings = tuple(dict.fromkeys((*roundings, *(r for o in outcomes for r in o.roundings))))
     reproduced = any(l.name in targets and l.verdict is Verdict.DIVERGENT for l in leaves)
     if not graphs:
-        return IntermediatesReport("not-applicable", "Inductor compiled no graph (the program ran without a compiled region)", reproduced=reproduced)
+        return IntermediatesReport(
+            "not-applicable",
+            "Inductor compiled no graph (the program ran without a compiled region)",
+            reproduced=reproduced,
+        )
 
     diffs: list[NodeDiff] = []
     compared = 0
@@ -136,7 +148,10 @@ def _localize(
             f"the forward graph's {compared} intermediates all match the eager run of the same graph; the divergent leaves are "
             f"gradients, computed by the backward graph{'s' if len(backward) > 1 else ''}, which this step does not instrument (a "
             "backward graph must return exactly one gradient per input). The ablation ladder tells which layer is at fault",
-            compared_nodes=compared, reproduced=reproduced, graph_code=graph_code, notes=tuple(notes),
+            compared_nodes=compared,
+            reproduced=reproduced,
+            graph_code=graph_code,
+            notes=tuple(notes),
         )
     if not diffs:
         where = "every intermediate matches the eager run of the same ATen graph"
@@ -149,7 +164,14 @@ def _localize(
             if reproduced
             else "; with every intermediate exposed the output no longer diverges (the extra outputs changed fusion)"
         )
-        return IntermediatesReport("none-diverges", where + why, compared_nodes=compared, reproduced=reproduced, graph_code=graph_code, notes=tuple(notes))
+        return IntermediatesReport(
+            "none-diverges",
+            where + why,
+            compared_nodes=compared,
+            reproduced=reproduced,
+            graph_code=graph_code,
+            notes=tuple(notes),
+        )
     first = diffs[0]
     label, kernel, source, line = _kernel_for(code.output_code, graphs, first)
     ops_after = f"; {len(diffs) - 1} later node(s) diverge too" if len(diffs) > 1 else ""
@@ -160,8 +182,19 @@ def _localize(
     if not reproduced:
         explanation += " (caution: with every intermediate exposed, the final output no longer diverges)"
     return IntermediatesReport(
-        "found", explanation, first, kernel, source, label, line, f"kernel-{kernel}" if kernel else None,
-        listed, compared, reproduced, graph_code, notes=tuple(notes),
+        "found",
+        explanation,
+        first,
+        kernel,
+        source,
+        label,
+        line,
+        f"kernel-{kernel}" if kernel else None,
+        listed,
+        compared,
+        reproduced,
+        graph_code,
+        notes=tuple(notes),
     )
 
 
@@ -188,7 +221,9 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
         exposed = [n for n in gm.graph.nodes if n.op == "call_function" and n not in already and _exposable(n)]
         output.args = (tuple(original + exposed),)
         gm.recompile()
-        returned = [n if isinstance(n, torch.fx.Node) and n.op == "call_function" and _exposable(n) else None for n in original] + exposed
+        returned = [
+            n if isinstance(n, torch.fx.Node) and n.op == "call_function" and _exposable(n) else None for n in original
+        ] + exposed
         record = _Graph(
             reference,
             [n.name if n is not None else "" for n in returned],
@@ -207,7 +242,7 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
         context = TracingContext.try_get()
         strides = getattr(context, "output_strides", None)
         if strides is not None and len(strides) == len(original) + len(exposed):
-            del strides[len(original):]
+            del strides[len(original) :]
         call = getattr(compiled, "current_callable", None)
         if call is None:
             raise RuntimeError(f"cannot instrument {type(compiled).__name__}: it has no current_callable")
@@ -227,7 +262,12 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
         # the Dynamo graph's id marks its nodes in every lowered node's `from_node` chain, as Inductor's own
         # provenance (postToPre) reads them
         dynamo_graph = id(gm.graph)
-        return compile_fx(gm, example_inputs, inner_compile=lambda g, i, **kw: inner(g, i, dynamo_graph, **kw), config_patches=dict(options or {}))
+        return compile_fx(
+            gm,
+            example_inputs,
+            inner_compile=lambda g, i, **kw: inner(g, i, dynamo_graph, **kw),
+            config_patches=dict(options or {}),
+        )
 
     return backend
 
@@ -277,7 +317,9 @@ def _op_name(target: Any) -> str:
     return name if name.startswith(("aten.", "prims.")) else getattr(target, "__name__", name)
 
 
-def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list[str], roundings: tuple[ScalarRounding, ...] = ()) -> tuple[list[NodeDiff], int]:
+def _compare_graph(
+    index: int, graph: _Graph, options: CheckOptions, notes: list[str], roundings: tuple[ScalarRounding, ...] = ()
+) -> tuple[list[NodeDiff], int]:
     """Each exposed node judged as the check judges a leaf: against the faithful float64 reference of the graph
     (engine/child/faithful_graph.py: the program's scalar roundings and eager's draws), with the element rule."""
     import torch
@@ -291,7 +333,9 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
         eager, ref, rounded = faithful_graph.run(graph.reference, graph.inputs or [], roundings)
     except Exception as exc:  # an op with no float64 kernel: tolerances judge then
         eager, ref, rounded = _interpret(graph.reference, graph.inputs or []), {}, []
-        notes.append(f"graph {index}: no float64 reference ({type(exc).__name__}: {str(exc)[:120]}); nodes judged by tolerances")
+        notes.append(
+            f"graph {index}: no float64 reference ({type(exc).__name__}: {str(exc)[:120]}); nodes judged by tolerances"
+        )
     what = "; ".join(dict.fromkeys(rounded)) if rounded else None
     diffs: list[NodeDiff] = []
     compared = 0
@@ -303,15 +347,35 @@ def _compare_graph(index: int, graph: _Graph, options: CheckOptions, notes: list
         compared += 1
         site = graph.origins.get(name, NodeSite())
         if e.shape != compiled.shape or e.dtype != compiled.dtype:
-            diffs.append(NodeDiff(index, name, op, Verdict.DIVERGENT, f"shape/dtype {list(e.shape)} {e.dtype} vs compiled {list(compiled.shape)} {compiled.dtype}", numel=e.numel(), site=site))
+            diffs.append(
+                NodeDiff(
+                    index,
+                    name,
+                    op,
+                    Verdict.DIVERGENT,
+                    f"shape/dtype {list(e.shape)} {e.dtype} vs compiled {list(compiled.shape)} {compiled.dtype}",
+                    numel=e.numel(),
+                    site=site,
+                )
+            )
             continue
         r = ref.get(name)
         r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
         metrics = value_metrics(e, compiled, r)
         faithful = FaithfulReference(f"the graph in float64 with {what}") if what and r is not None else None
-        j = oracle.judge_values(metrics, strict=options.strict, factor=options.benign_factor, noise_ulps=options.noise_ulps, faithful=faithful)
+        j = oracle.judge_values(
+            metrics,
+            strict=options.strict,
+            factor=options.benign_factor,
+            noise_ulps=options.noise_ulps,
+            faithful=faithful,
+        )
         if j.verdict is Verdict.DIVERGENT:
-            diffs.append(NodeDiff(index, name, op, j.verdict, j.explanation, metrics.mismatches, metrics.numel, metrics.max_ulp, site))
+            diffs.append(
+                NodeDiff(
+                    index, name, op, j.verdict, j.explanation, metrics.mismatches, metrics.numel, metrics.max_ulp, site
+                )
+            )
     return diffs, compared
 
 
@@ -334,10 +398,21 @@ def _interpret(gm: Any, inputs: list[Any]) -> dict[str, Any]:
 
 
 _CALL = re.compile(r"^\s*(?:\w+\s*=\s*)?(?P<name>[\w.]+?)(?:\.run)?\((?P<args>.*)\)\s*$")
-_SKIP_CALLS = ("empty_strided", "empty_strided_cpu", "empty_strided_cuda", "assert_size_stride", "reinterpret_tensor", "torch.", "del", "assert_alignment")
+_SKIP_CALLS = (
+    "empty_strided",
+    "empty_strided_cpu",
+    "empty_strided_cuda",
+    "assert_size_stride",
+    "reinterpret_tensor",
+    "torch.",
+    "del",
+    "assert_alignment",
+)
 
 
-def _kernel_for(output_code: tuple[OutputCode, ...], graphs: list[_Graph], first: NodeDiff) -> tuple[str | None, str | None, str | None, int | None]:
+def _kernel_for(
+    output_code: tuple[OutputCode, ...], graphs: list[_Graph], first: NodeDiff
+) -> tuple[str | None, str | None, str | None, int | None]:
     """(output code label, kernel name, kernel source, wrapper line) of the kernel that stores the node."""
     forward = [o for o in output_code if not o.label.endswith("backward")]  # graphs holds the forward graphs only
     if first.graph >= len(forward):
@@ -368,7 +443,7 @@ def _returned_buffers(lines: list[str]) -> list[str | None]:
         stripped = line.strip()
         if stripped.startswith("return (") and ("buf" in stripped or "arg" in stripped):
             try:
-                node = ast.parse(stripped[len("return "):], mode="eval").body
+                node = ast.parse(stripped[len("return ") :], mode="eval").body
             except SyntaxError:
                 return []
             items = node.elts if isinstance(node, ast.Tuple) else [node]

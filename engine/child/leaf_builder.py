@@ -82,7 +82,14 @@ class LeafBuilder:
             )
         for name in e_leaves:
             if name in c_leaves:
-                self.leaf(name, LeafKind.OUTPUT, e_leaves[name], c_leaves[name], r_leaves.get(name), undefined=self.undefined.masks.get(name))
+                self.leaf(
+                    name,
+                    LeafKind.OUTPUT,
+                    e_leaves[name],
+                    c_leaves[name],
+                    r_leaves.get(name),
+                    undefined=self.undefined.masks.get(name),
+                )
 
     def mutations(self, pristine: Any, eager_inputs: Any, compiled_inputs: Any, ref_inputs: Any) -> None:
         """Every input leaf a run changed: a tensor written in place or re-bound (a cache's `keys` replaced by a
@@ -103,21 +110,39 @@ class LeafBuilder:
             detail = ""
             if e_changed != c_changed:
                 detail = f"{'eager' if e_changed else 'compiled'} changed it but {'compiled' if e_changed else 'eager'} did not"
-            self.leaf(f"input {path}", LeafKind.MUTATED_INPUT, e, c, r if isinstance(r, torch.Tensor) else None, (Symptom.MUTATION,) if detail else (), detail)
+            self.leaf(
+                f"input {path}",
+                LeafKind.MUTATED_INPUT,
+                e,
+                c,
+                r if isinstance(r, torch.Tensor) else None,
+                (Symptom.MUTATION,) if detail else (),
+                detail,
+            )
 
-    def state(self, saved: dict[str, torch.Tensor], e_state: dict[str, torch.Tensor], c_state: dict[str, torch.Tensor], r_state: dict[str, torch.Tensor]) -> None:
+    def state(
+        self,
+        saved: dict[str, torch.Tensor],
+        e_state: dict[str, torch.Tensor],
+        c_state: dict[str, torch.Tensor],
+        r_state: dict[str, torch.Tensor],
+    ) -> None:
         for name, original in saved.items():
             e, c = e_state.get(name), c_state.get(name)
             if e is None or c is None:
                 continue
             self._changed_pair(f"state {name}", LeafKind.STATE, original, e, c, r_state.get(name), "updated")
 
-    def gradients(self, e_grads: dict[str, torch.Tensor], c_grads: dict[str, torch.Tensor], r_grads: dict[str, torch.Tensor]) -> None:
+    def gradients(
+        self, e_grads: dict[str, torch.Tensor], c_grads: dict[str, torch.Tensor], r_grads: dict[str, torch.Tensor]
+    ) -> None:
         for name in sorted(set(e_grads) | set(c_grads)):
             e, c = e_grads.get(name), c_grads.get(name)
             if e is None or c is None:
                 side = "eager" if e is not None else "compiled"
-                self._structural(f"grad {name}", LeafKind.GRADIENT, (Symptom.TYPE,), f"only {side} computed a gradient for {name}")
+                self._structural(
+                    f"grad {name}", LeafKind.GRADIENT, (Symptom.TYPE,), f"only {side} computed a gradient for {name}"
+                )
                 continue
             self.leaf(f"grad {name}", LeafKind.GRADIENT, e, c, r_grads.get(name))
 
@@ -126,7 +151,16 @@ class LeafBuilder:
         detail = f"compiled wrote to {name} in place but eager did not (its value before the call was not kept, so only the fact is shown)"
         self._structural(f"state {name}", LeafKind.STATE, (Symptom.MUTATION,), detail)
 
-    def _changed_pair(self, name: str, kind: LeafKind, original: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor | None, verb: str) -> None:
+    def _changed_pair(
+        self,
+        name: str,
+        kind: LeafKind,
+        original: torch.Tensor,
+        e: torch.Tensor,
+        c: torch.Tensor,
+        r: torch.Tensor | None,
+        verb: str,
+    ) -> None:
         e_changed, c_changed = _changed(original, e), _changed(original, c)
         if not (e_changed or c_changed):
             return
@@ -139,7 +173,11 @@ class LeafBuilder:
 
     def _structural(self, name: str, kind: LeafKind, symptoms: tuple[Symptom, ...], detail: str) -> None:
         j = oracle.judge_structure(symptoms, detail)
-        self.leaves.append(LeafResult(name=self.prefix + name, kind=kind, verdict=j.verdict, explanation=j.explanation, symptoms=j.symptoms))
+        self.leaves.append(
+            LeafResult(
+                name=self.prefix + name, kind=kind, verdict=j.verdict, explanation=j.explanation, symptoms=j.symptoms
+            )
+        )
 
     def leaf(
         self,
@@ -162,11 +200,21 @@ class LeafBuilder:
         if e_t is None or c_t is None:
             same = _same_leaf(e, c)
             if same and not extra:
-                self.leaves.append(LeafResult(full, kind, Verdict.MATCH, f"equal ({e!r})", eager_value=repr(e), compiled_value=repr(c)))
+                self.leaves.append(
+                    LeafResult(full, kind, Verdict.MATCH, f"equal ({e!r})", eager_value=repr(e), compiled_value=repr(c))
+                )
             else:
                 why = detail or f"eager gave {type(e).__name__} {e!r:.80}, compiled gave {type(c).__name__} {c!r:.80}"
                 self.leaves.append(
-                    LeafResult(full, kind, Verdict.DIVERGENT, why, (*extra, Symptom.TYPE), eager_value=repr(e)[:200], compiled_value=repr(c)[:200])
+                    LeafResult(
+                        full,
+                        kind,
+                        Verdict.DIVERGENT,
+                        why,
+                        (*extra, Symptom.TYPE),
+                        eager_value=repr(e)[:200],
+                        compiled_value=repr(c)[:200],
+                    )
                 )
             return
         shape, c_shape = tuple(e_t.shape), tuple(c_t.shape)
@@ -176,8 +224,15 @@ class LeafBuilder:
         if e_t.dtype in LOW_PRECISION or c_t.dtype in LOW_PRECISION:
             self.low_precision = True
         common = dict(
-            shape=shape, compiled_shape=c_shape, dtype=dtype, compiled_dtype=c_dtype, stride=stride, compiled_stride=c_stride,
-            layout=layout, compiled_layout=c_layout, numel=e_t.numel(),
+            shape=shape,
+            compiled_shape=c_shape,
+            dtype=dtype,
+            compiled_dtype=c_dtype,
+            stride=stride,
+            compiled_stride=c_stride,
+            layout=layout,
+            compiled_layout=c_layout,
+            numel=e_t.numel(),
         )
         structural = list(extra)
         problems = [detail] if detail else []
@@ -213,7 +268,13 @@ class LeafBuilder:
         if self.faithful is not None:
             plain_rms, plain_max = self.plain.get(full, (None, None))
             note = FaithfulReference(self.faithful, plain_rms, plain_max)
-        j = oracle.judge_values(metrics, strict=self.settings.strict, factor=self.settings.factor, noise_ulps=self.settings.noise_ulps, faithful=note)
+        j = oracle.judge_values(
+            metrics,
+            strict=self.settings.strict,
+            factor=self.settings.factor,
+            noise_ulps=self.settings.noise_ulps,
+            faithful=note,
+        )
         verdict, symptoms, explanation = j.verdict, j.symptoms, j.explanation
         if structural:
             verdict = Verdict.DIVERGENT
@@ -223,7 +284,9 @@ class LeafBuilder:
             explanation = f"{explanation} ({layout} on both sides, compared in dense form)"
         if unwritten:
             sentence = self._unwritten(unwritten, e_t.numel())
-            explanation = sentence if unwritten == e_t.numel() and verdict is Verdict.MATCH else f"{sentence}; {explanation}"
+            explanation = (
+                sentence if unwritten == e_t.numel() and verdict is Verdict.MATCH else f"{sentence}; {explanation}"
+            )
         stored = None
         if e_t.numel():
             stored = full
@@ -308,6 +371,7 @@ def _same_leaf(a: Any, b: Any) -> bool:
 def _layout_problem(e: torch.Tensor, c: torch.Tensor) -> str:
     """The same shape in another memory layout: a real difference (a `.view()` that works on eager's output can
     raise on compiled's), and said so in plain words."""
+
     def layout(t: torch.Tensor) -> str:
         return "contiguous" if t.is_contiguous() else "not contiguous"
 
@@ -320,6 +384,7 @@ def _layout_problem(e: torch.Tensor, c: torch.Tensor) -> str:
 def _layout_kind_problem(eager: str | None, compiled: str | None) -> str:
     """Eager and compiled gave tensors of different layouts (a sparse one and a dense one): code that works on
     one (`.indices()`, `.crow_indices()`, `.view()`) raises on the other, whatever the values."""
+
     def kind(layout: str | None) -> str:
         return f"a {layout} tensor" if layout else "a strided (dense) tensor"
 

@@ -34,7 +34,8 @@ import copy
 import dataclasses
 import enum
 import types
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
@@ -43,8 +44,20 @@ SCALARS = (bool, int, float, complex, str, bytes, type(None))
 ATOMS = (torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum, range, slice, type(Ellipsis))
 MAX_DEPTH = 64
 MAX_LEAVES = 100_000
-_NAMED_HERE = (list, tuple, dict)  # pytree registers these too; their names are ours (`[0]`, `['k']`), as they always were
-_CALLABLES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, type, torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+_NAMED_HERE = (
+    list,
+    tuple,
+    dict,
+)  # pytree registers these too; their names are ours (`[0]`, `['k']`), as they always were
+_CALLABLES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    torch._ops.OpOverload,
+    torch._ops.OpOverloadPacket,
+)
 
 
 class UnsupportedOutput(TypeError):
@@ -107,7 +120,9 @@ def dense(t: torch.Tensor) -> torch.Tensor:
     try:
         return t.detach().to_dense()
     except (RuntimeError, NotImplementedError, TypeError) as exc:
-        raise UnsupportedOutput(f"a {layout_of(t)} tensor cannot be made dense to be compared ({type(exc).__name__}: {str(exc)[:200]})") from None
+        raise UnsupportedOutput(
+            f"a {layout_of(t)} tensor cannot be made dense to be compared ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
 
 
 def tensors_of(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
@@ -119,7 +134,9 @@ class _Walker:
     def __init__(self) -> None:
         self.leaves: list[tuple[str, Any]] = []
         self.kept: list[Any] = []  # objects met as Values that a copy must share, not copy (modules, locks, functions)
-        self._seen: dict[int, tuple[str, Any]] = {}  # id -> (first path, the object: kept alive, so its id is not reused)
+        self._seen: dict[
+            int, tuple[str, Any]
+        ] = {}  # id -> (first path, the object: kept alive, so its id is not reused)
         self._path: set[int] = set()
 
     def _leaf(self, path: str, leaf: Any) -> None:
@@ -189,7 +206,9 @@ class _Walker:
             for key in value.keys():
                 yield f"{path}[{key!r}]", value[key]
             return
-        if isinstance(value, collections.deque) or (isinstance(value, abc.Sequence) and not isinstance(value, (str, bytes))):
+        if isinstance(value, collections.deque) or (
+            isinstance(value, abc.Sequence) and not isinstance(value, (str, bytes))
+        ):
             for i, item in enumerate(value):
                 yield f"{path}[{i}]", item
             return
@@ -202,8 +221,12 @@ class _Walker:
             self.kept.append(value)
             yield path, Value(_qualname(kind), f"<{_qualname(kind)} module>", "type")
             return
-        if isinstance(value, (types.GeneratorType, types.AsyncGeneratorType)) or (hasattr(value, "__next__") and hasattr(value, "__iter__")):
-            raise UnsupportedOutput(f"{path} is a {kind.__name__}; return tensors (e.g. a tuple or list), not an iterator")
+        if isinstance(value, (types.GeneratorType, types.AsyncGeneratorType)) or (
+            hasattr(value, "__next__") and hasattr(value, "__iter__")
+        ):
+            raise UnsupportedOutput(
+                f"{path} is a {kind.__name__}; return tensors (e.g. a tuple or list), not an iterator"
+            )
         if isinstance(value, _CALLABLES) or (callable(value) and not hasattr(value, "__dict__")):
             self.kept.append(value)
             name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)

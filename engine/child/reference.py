@@ -17,8 +17,9 @@ runs them, and engine/child/faithful.py says what the faithful one does differen
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -59,7 +60,14 @@ class CallState:
 
 
 def fp64_reference(
-    eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool, note: Callable[[str], None], mode: Any = None
+    eager_fn: Callable[..., Any],
+    pristine: Any,
+    seed: int,
+    state: CallState,
+    *,
+    backward: bool,
+    note: Callable[[str], None],
+    mode: Any = None,
 ) -> Reference:
     """The program in float64 on cast inputs, from the state eager started from (not compiled's result)."""
     with ExactSequences():
@@ -67,7 +75,14 @@ def fp64_reference(
 
 
 def _reference(
-    eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool, note: Callable[[str], None], mode: Any
+    eager_fn: Callable[..., Any],
+    pristine: Any,
+    seed: int,
+    state: CallState,
+    *,
+    backward: bool,
+    note: Callable[[str], None],
+    mode: Any,
 ) -> Reference:
     if backward:
         return _on_a_copy(eager_fn, pristine, seed, state, backward=True, mode=mode)
@@ -98,7 +113,9 @@ def _cast_per_use(eager_fn: Callable[..., Any], pristine: Any, seed: int, state:
     return Reference(r_out, r_inputs, r_state, {})
 
 
-def _on_a_copy(eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool, mode: Any) -> Reference:
+def _on_a_copy(
+    eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool, mode: Any
+) -> Reference:
     state.to_before()
     try:
         ref_fn = casting.fp64_program(eager_fn)
@@ -119,7 +136,9 @@ def _on_a_copy(eager_fn: Callable[..., Any], pristine: Any, seed: int, state: Ca
 class EagerRerun:
     """Eager's call once more, exactly as the first time (same state, inputs and seed), then compiled's state back."""
 
-    def __init__(self, eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool) -> None:
+    def __init__(
+        self, eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, *, backward: bool
+    ) -> None:
         self.eager_fn, self.pristine, self.seed, self.state, self.backward = eager_fn, pristine, seed, state, backward
 
     def __call__(self) -> Any:

@@ -126,7 +126,12 @@ def confine_writes(writable: list[Path]) -> bool:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 rule = _PathBeneath(write_like, fd)
-                if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                if (
+                    libc.syscall(
+                        _SYS_LANDLOCK_ADD_RULE, ruleset, ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)
+                    )
+                    != 0
+                ):
                     return False
             finally:
                 os.close(fd)

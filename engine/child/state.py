@@ -18,8 +18,8 @@ message that says so. One that only compiled changed is reported as such (its va
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import torch
 
@@ -53,7 +53,11 @@ def crc(t: torch.Tensor) -> int:
     flat = t.detach().reshape(-1)
     if flat.numel() == 0:
         return 0
-    raw = flat.view(torch.uint8) if flat.element_size() == 1 else flat.view({2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat.element_size(), torch.uint8))
+    raw = (
+        flat.view(torch.uint8)
+        if flat.element_size() == 1
+        else flat.view({2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat.element_size(), torch.uint8))
+    )
     value = 0
     step = max(1, _CRC_CHUNK // raw.element_size())
     for start in range(0, raw.numel(), step):
@@ -71,7 +75,9 @@ class StateGuard:
         parameter_bytes = sum(t.numel() * t.element_size() for t in live.values() if isinstance(t, torch.nn.Parameter))
         copy_parameters = parameter_bytes <= limit
         self.before: dict[str, torch.Tensor] = {
-            name: t.detach().clone() for name, t in live.items() if copy_parameters or not isinstance(t, torch.nn.Parameter)
+            name: t.detach().clone()
+            for name, t in live.items()
+            if copy_parameters or not isinstance(t, torch.nn.Parameter)
         }
         self._marks = {name: _mark(t, with_crc=name not in self.before) for name, t in live.items()}
         self.ever_changed = False  # any run changed something: a re-check cannot reuse this state as it stands

@@ -14,7 +14,8 @@ import importlib.util
 import os
 import signal
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # versions on which the patches were checked; others are refused with a message, not guessed at
 KNOWN_TORCH = ("2.13.",)
@@ -79,7 +80,9 @@ class _Budget(BaseException):
 _LAUNCH: Any = None  # Inductor's own CachingAutotuner.run, once watch_launches has wrapped it
 
 
-def watch_launches(on_kernel: Callable[[str], None], refuse: str | None, budget_s: float, stop: Callable[[str, bool], BaseException]) -> None:
+def watch_launches(
+    on_kernel: Callable[[str], None], refuse: str | None, budget_s: float, stop: Callable[[str, bool], BaseException]
+) -> None:
     """Follow every kernel launch of Inductor's Triton launcher in this (single-check) child.
 
     The interpreter runs a kernel for seconds to minutes, inside what is otherwise the compile stage, so

@@ -16,8 +16,9 @@ costs a single re-run (and none where the faithful trace already watched the cal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -46,7 +47,9 @@ class Poisoned(TorchDispatchMode):
         self.high = high
         self.ops: dict[str, None] = {}  # an ordered set: the ops that ran, named as ATen names them
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         out = func(*args, **(kwargs or {}))
         name = uninitialized_op(func)
         if name is not None and isinstance(out, torch.Tensor) and out.layout == torch.strided:

@@ -53,7 +53,9 @@ def spacing(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The step of `dtype` at |r| (float64 in and out): 2^(e - p) for r = m 2^e, m in [0.5, 1); subnormals' below."""
     bits, emin = _FORMATS[dtype]
     _, exponent = torch.frexp(r)
-    exponent = torch.clamp(exponent.to(torch.int64), min=emin + 1)  # frexp's exponent is one above IEEE's; 0 gets the floor
+    exponent = torch.clamp(
+        exponent.to(torch.int64), min=emin + 1
+    )  # frexp's exponent is one above IEEE's; 0 gets the floor
     return torch.ldexp(torch.ones_like(r), exponent - bits)
 
 
@@ -124,7 +126,11 @@ class ElementCounts:
             words, count = ("above", self.k1_up) if 2 * self.k1_up >= self.k1 else ("below", self.k1 - self.k1_up)
             excess = up
         else:
-            words, count = ("farther from zero than", self.k1_away) if 2 * self.k1_away >= self.k1 else ("nearer zero than", self.k1 - self.k1_away)
+            words, count = (
+                ("farther from zero than", self.k1_away)
+                if 2 * self.k1_away >= self.k1
+                else ("nearer zero than", self.k1 - self.k1_away)
+            )
             excess = away
         return words, count, excess / math.sqrt(self.k1), excess / self.k1
 
@@ -148,13 +154,16 @@ def find(counts: ElementCounts) -> Finding | None:
     if counts.k1 >= N_MIN and z >= DIRECTION_Z and share >= DIRECTION_SHARE:
         tests.append("direction")
     flagged_regions = [
-        r for r in counts.regions
+        r
+        for r in counts.regions
         if r.k1 >= N_MIN and r.log10p <= REGION_LOG10P and r.k1 * counts.k2 >= ONE_SIDED * r.k2 * counts.k1
     ]
     tests.extend(r.axis for r in flagged_regions)
     if not tests:
         return None
-    return Finding(tuple(tests), describe(counts, min(flagged_regions, key=lambda r: r.log10p) if flagged_regions else None))
+    return Finding(
+        tuple(tests), describe(counts, min(flagged_regions, key=lambda r: r.log10p) if flagged_regions else None)
+    )
 
 
 def describe(counts: ElementCounts, region: Region | None = None) -> str:
@@ -162,16 +171,26 @@ def describe(counts: ElementCounts, region: Region | None = None) -> str:
     k1, k2 = counts.k1, counts.k2
     parts = []
     if k1:
-        size = f"{_g(counts.k1_min_steps)} to {_g(counts.k1_max_steps)}" if counts.k1_min_steps != counts.k1_max_steps else _g(counts.k1_max_steps)
+        size = (
+            f"{_g(counts.k1_min_steps)} to {_g(counts.k1_max_steps)}"
+            if counts.k1_min_steps != counts.k1_max_steps
+            else _g(counts.k1_max_steps)
+        )
         words, count, _, _ = counts.lean()
-        other = "in no element is compiled exactly right where eager is wrong" if k2 == 0 else f"{'only ' if k2 < k1 else ''}{k2:,} the other way round (compiled exact, eager not)"
+        other = (
+            "in no element is compiled exactly right where eager is wrong"
+            if k2 == 0
+            else f"{'only ' if k2 < k1 else ''}{k2:,} the other way round (compiled exact, eager not)"
+        )
         parts.append(
             f"compiled is off in {k1:,} of {counts.numel:,} elements where eager is exactly right (eager equals the reference "
             f"rounded to {counts.dtype}); {'all' if count == k1 else f'{count:,} of'} {k1:,} are {words} eager's, by {size} "
             f"{counts.dtype} steps of the element's own size; {other}"
         )
     if region is not None:
-        where = f"row {list(region.index)}" if region.axis == "row" else f"column {region.index[0]} of the last dimension"
+        where = (
+            f"row {list(region.index)}" if region.axis == "row" else f"column {region.index[0]} of the last dimension"
+        )
         parts.append(
             f"concentrated in {where} ({region.size:,} elements): {region.k1:,} where eager is exact and compiled is not, "
             f"{region.k2:,} the other way round"
@@ -203,8 +222,16 @@ class Tally:
         self.last = shape[-1] if shape else 1
         rows = numel // self.last if self.last else 0
         # a region needs N_MIN elements to fire at all: rows shorter, or columns of fewer rows, are not counted
-        self.row_counts = torch.zeros((2, rows), dtype=torch.int32, device=device) if len(shape) >= 2 and self.last >= N_MIN and rows >= 2 else None
-        self.col_counts = torch.zeros((2, self.last), dtype=torch.int32, device=device) if len(shape) >= 2 and rows >= N_MIN and self.last >= 2 else None
+        self.row_counts = (
+            torch.zeros((2, rows), dtype=torch.int32, device=device)
+            if len(shape) >= 2 and self.last >= N_MIN and rows >= 2
+            else None
+        )
+        self.col_counts = (
+            torch.zeros((2, self.last), dtype=torch.int32, device=device)
+            if len(shape) >= 2 and rows >= N_MIN and self.last >= 2
+            else None
+        )
         self.k1 = self.k2 = self.up = self.away = self.worse = self.better = 0
         self.min_steps = math.inf
         self.worst: tuple[int, float, float, float, float] | None = None
@@ -223,7 +250,17 @@ class Tally:
         away = k1 & (c.abs() > e.abs())
         i = torch.argmax(steps)
         low = torch.where(k1, steps, torch.full_like(steps, math.inf)).min()
-        sums = (k1.sum(), k2.sum(), up.sum(), away.sum(), steps[i], low, i, (error_c > error_e).sum(), (error_c < error_e).sum())
+        sums = (
+            k1.sum(),
+            k2.sum(),
+            up.sum(),
+            away.sum(),
+            steps[i],
+            low,
+            i,
+            (error_c > error_e).sum(),
+            (error_c < error_e).sum(),
+        )
         figures = torch.stack([x.to(torch.float64) for x in sums]).tolist()  # one transfer
         n1 = int(figures[0])
         self.k1 += n1
@@ -237,10 +274,15 @@ class Tally:
             if self.worst is None or figures[4] > self.worst[4]:
                 j = int(figures[6])
                 self.worst = (int(positions[j]), float(e[j]), float(c[j]), float(r[j]), figures[4])
-        for counts, key in ((self.row_counts, positions // max(self.last, 1)), (self.col_counts, positions % max(self.last, 1))):
+        for counts, key in (
+            (self.row_counts, positions // max(self.last, 1)),
+            (self.col_counts, positions % max(self.last, 1)),
+        ):
             if counts is not None and (n1 or figures[1]):
                 counts[0].index_add_(0, key[k1], torch.ones((), dtype=torch.int32, device=key.device).expand(n1))
-                counts[1].index_add_(0, key[k2], torch.ones((), dtype=torch.int32, device=key.device).expand(int(figures[1])))
+                counts[1].index_add_(
+                    0, key[k2], torch.ones((), dtype=torch.int32, device=key.device).expand(int(figures[1]))
+                )
 
     def finish(self) -> ElementCounts:
         worst = None
@@ -256,8 +298,18 @@ class Tally:
                     if region is not None:
                         regions.append(region)
         return ElementCounts(
-            str(self.dtype).removeprefix("torch."), self.numel, self.k1, self.k2, self.worse, self.better, self.up, self.away,
-            0.0 if self.min_steps == math.inf else self.min_steps, 0.0 if self.worst is None else self.worst[4], worst, tuple(regions),
+            str(self.dtype).removeprefix("torch."),
+            self.numel,
+            self.k1,
+            self.k2,
+            self.worse,
+            self.better,
+            self.up,
+            self.away,
+            0.0 if self.min_steps == math.inf else self.min_steps,
+            0.0 if self.worst is None else self.worst[4],
+            worst,
+            tuple(regions),
         )
 
 

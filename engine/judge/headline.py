@@ -9,8 +9,9 @@ Pure: reads the leaves' figures (any object with LeafResult's fields) and the ve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, Witness
 
@@ -41,10 +42,15 @@ class Headline:
 
 
 _STRUCTURE = {
-    Symptom.SHAPE: "the shape", Symptom.DTYPE: "the dtype", Symptom.STRIDE: "the memory layout (strides)",
+    Symptom.SHAPE: "the shape",
+    Symptom.DTYPE: "the dtype",
+    Symptom.STRIDE: "the memory layout (strides)",
     Symptom.LAYOUT: "the tensor layout (sparse or dense)",
-    Symptom.NAN: "where NaNs are", Symptom.INF: "where infinities are", Symptom.SIGNED_ZERO: "the sign of zeros",
-    Symptom.MUTATION: "which inputs or buffers are modified in place", Symptom.TYPE: "the kind or structure of the result",
+    Symptom.NAN: "where NaNs are",
+    Symptom.INF: "where infinities are",
+    Symptom.SIGNED_ZERO: "the sign of zeros",
+    Symptom.MUTATION: "which inputs or buffers are modified in place",
+    Symptom.TYPE: "the kind or structure of the result",
 }
 _ERROR_NEXT = {
     ErrorKind.SNIPPET: "fix the program so that it loads and defines what the message asks for",
@@ -66,21 +72,34 @@ def headline(verdict: Verdict, leaves: Sequence[LeafFigures], error: ErrorKind |
     """The plain sentence and next step for a check with this verdict and these judged leaves."""
     if verdict is Verdict.ERROR:
         kind = error or ErrorKind.INTERNAL
-        return Headline(f"the check could not compare eager with compiled ({kind.value} error)", _ERROR_NEXT.get(kind, _ERROR_NEXT[ErrorKind.INTERNAL]))
+        return Headline(
+            f"the check could not compare eager with compiled ({kind.value} error)",
+            _ERROR_NEXT.get(kind, _ERROR_NEXT[ErrorKind.INTERNAL]),
+        )
     total = sum(l.numel for l in leaves)
     if verdict is Verdict.MATCH:
         unwritten = sum(l.unwritten for l in leaves)
         if unwritten:  # not "all bit-identical": nobody defines those values
-            defined = f"{total - unwritten:,} values are bit-identical to eager's, and {unwritten:,}" if total > unwritten else f"all {total:,} values"
+            defined = (
+                f"{total - unwritten:,} values are bit-identical to eager's, and {unwritten:,}"
+                if total > unwritten
+                else f"all {total:,} values"
+            )
             return Headline(
                 f"compile changed nothing that the program defines: {defined} are uninitialized memory (never written), which no run defines",
                 "nothing to do; write the memory (zeros, fill_) if those values are meant to be read",
             )
-        return Headline(f"compile changed nothing: all {total:,} values are bit-identical to eager's", "nothing to do (Probes try other inputs and layouts)")
+        return Headline(
+            f"compile changed nothing: all {total:,} values are bit-identical to eager's",
+            "nothing to do (Probes try other inputs and layouts)",
+        )
     these = [l for l in leaves if l.verdict is verdict]
     changed = _changed(these)
     if verdict is Verdict.BENIGN:
-        return Headline(f"{changed}, no further from float64 than eager's own rounding: harmless reordering of arithmetic", "nothing to do")
+        return Headline(
+            f"{changed}, no further from float64 than eager's own rounding: harmless reordering of arithmetic",
+            "nothing to do",
+        )
     if verdict is Verdict.PRECISION_CAST:
         return Headline(
             f"{changed}, only because compiled code kept bf16/fp16 intermediates in float32 where eager rounds them (documented)",
@@ -112,7 +131,9 @@ def _who_is_right(leaves: Sequence[LeafFigures]) -> str:
         return "there is no float64 answer to compare with, and the change is beyond torch.testing's tolerances"
     eager = max(l.eager_ref_max or 0.0 for l in judged)
     compiled = max(l.compiled_ref_max or 0.0 for l in judged)
-    reference = "float64 (run with eager's own roundings)" if any(l.witness is Witness.FAITHFUL for l in judged) else "float64"
+    reference = (
+        "float64 (run with eager's own roundings)" if any(l.witness is Witness.FAITHFUL for l in judged) else "float64"
+    )
     if compiled > 2 * eager:
         return f"eager agrees with {reference}, compiled does not"
     return f"compiled is wrong in values where eager agrees exactly with {reference}"

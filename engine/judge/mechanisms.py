@@ -24,43 +24,174 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 # ATen ops tagged torch.Tag.nondeterministic_seeded (torch 2.13; tests/test_mechanisms.py compares with torch's tags)
-RANDOM_OPS = frozenset({
-    "_cudnn_attention_backward", "_cudnn_attention_forward", "_cudnn_init_dropout_state", "_cudnn_rnn",
-    "_efficient_attention_forward", "_fill_mem_eff_dropout_mask_", "_flash_attention_forward",
-    "_flash_attention_forward_no_dropout_inplace", "_fused_dropout", "_fused_sdp_choice", "_lstm_mps",
-    "_nested_tensor_softmax_with_shape", "_sample_dirichlet", "_scaled_dot_product_attention_math",
-    "_scaled_dot_product_attention_math_for_mps", "_scaled_dot_product_cudnn_attention",
-    "_scaled_dot_product_cudnn_attention_backward", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_efficient_attention_backward", "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_fused_attention_overrideable",
-    "_standard_gamma", "_triton_scaled_dot_attention", "alpha_dropout", "alpha_dropout_", "bernoulli", "bernoulli_",
-    "binomial", "cauchy", "cauchy_", "dropout", "dropout_", "exponential", "exponential_", "feature_alpha_dropout",
-    "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "geometric", "geometric_", "gru", "log_normal",
-    "log_normal_", "lstm", "miopen_rnn", "multinomial", "native_dropout", "normal", "normal_", "normal_functional",
-    "poisson", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "random", "random_", "randperm",
-    "rnn_relu", "rnn_tanh", "rrelu", "rrelu_", "rrelu_with_noise", "rrelu_with_noise_", "rrelu_with_noise_functional",
-    "scaled_dot_product_attention", "uniform", "uniform_",
-})
+RANDOM_OPS = frozenset(
+    {
+        "_cudnn_attention_backward",
+        "_cudnn_attention_forward",
+        "_cudnn_init_dropout_state",
+        "_cudnn_rnn",
+        "_efficient_attention_forward",
+        "_fill_mem_eff_dropout_mask_",
+        "_flash_attention_forward",
+        "_flash_attention_forward_no_dropout_inplace",
+        "_fused_dropout",
+        "_fused_sdp_choice",
+        "_lstm_mps",
+        "_nested_tensor_softmax_with_shape",
+        "_sample_dirichlet",
+        "_scaled_dot_product_attention_math",
+        "_scaled_dot_product_attention_math_for_mps",
+        "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_cudnn_attention_backward",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_efficient_attention_backward",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_fused_attention_overrideable",
+        "_standard_gamma",
+        "_triton_scaled_dot_attention",
+        "alpha_dropout",
+        "alpha_dropout_",
+        "bernoulli",
+        "bernoulli_",
+        "binomial",
+        "cauchy",
+        "cauchy_",
+        "dropout",
+        "dropout_",
+        "exponential",
+        "exponential_",
+        "feature_alpha_dropout",
+        "feature_alpha_dropout_",
+        "feature_dropout",
+        "feature_dropout_",
+        "geometric",
+        "geometric_",
+        "gru",
+        "log_normal",
+        "log_normal_",
+        "lstm",
+        "miopen_rnn",
+        "multinomial",
+        "native_dropout",
+        "normal",
+        "normal_",
+        "normal_functional",
+        "poisson",
+        "rand",
+        "rand_like",
+        "randint",
+        "randint_like",
+        "randn",
+        "randn_like",
+        "random",
+        "random_",
+        "randperm",
+        "rnn_relu",
+        "rnn_tanh",
+        "rrelu",
+        "rrelu_",
+        "rrelu_with_noise",
+        "rrelu_with_noise_",
+        "rrelu_with_noise_functional",
+        "scaled_dot_product_attention",
+        "uniform",
+        "uniform_",
+    }
+)
 
 # Torch-level calls (as a Dynamo graph prints them: functions, methods, torch._C._nn) that Inductor computes
 # inside a fused kernel from their operands' loads: elementwise ops, casts, and the reductions a pointwise
 # producer fuses into. A low-precision operand of one of these need not be rounded (tests hold each name to an
 # ATen op tagged pointwise or a reduction).
-FUSED_CALLS = frozenset({
-    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "amax", "amin", "asin", "asinh", "atan", "atan2", "atanh",
-    "bfloat16", "ceil", "clamp", "clamp_max", "clamp_min", "cos", "cosh", "div", "double", "elu", "erf", "erfc",
-    "erfinv", "exp", "exp2", "expm1", "float", "floor", "floor_divide", "fmod", "gelu", "half", "hardsigmoid",
-    "hardswish", "hardtanh", "leaky_relu", "lerp", "log", "log10", "log1p", "log2", "log_softmax", "logsumexp",
-    "maximum", "mean", "minimum", "mish", "mul", "neg", "pow", "reciprocal", "relu", "remainder", "round", "rsqrt",
-    "sigmoid", "sign", "silu", "sin", "sinh", "softmax", "softplus", "sqrt", "square", "sub", "sum", "tan", "tanh",
-    "to", "trunc", "type_as", "var", "where",
-})
+FUSED_CALLS = frozenset(
+    {
+        "abs",
+        "acos",
+        "acosh",
+        "add",
+        "addcdiv",
+        "addcmul",
+        "amax",
+        "amin",
+        "asin",
+        "asinh",
+        "atan",
+        "atan2",
+        "atanh",
+        "bfloat16",
+        "ceil",
+        "clamp",
+        "clamp_max",
+        "clamp_min",
+        "cos",
+        "cosh",
+        "div",
+        "double",
+        "elu",
+        "erf",
+        "erfc",
+        "erfinv",
+        "exp",
+        "exp2",
+        "expm1",
+        "float",
+        "floor",
+        "floor_divide",
+        "fmod",
+        "gelu",
+        "half",
+        "hardsigmoid",
+        "hardswish",
+        "hardtanh",
+        "leaky_relu",
+        "lerp",
+        "log",
+        "log10",
+        "log1p",
+        "log2",
+        "log_softmax",
+        "logsumexp",
+        "maximum",
+        "mean",
+        "minimum",
+        "mish",
+        "mul",
+        "neg",
+        "pow",
+        "reciprocal",
+        "relu",
+        "remainder",
+        "round",
+        "rsqrt",
+        "sigmoid",
+        "sign",
+        "silu",
+        "sin",
+        "sinh",
+        "softmax",
+        "softplus",
+        "sqrt",
+        "square",
+        "sub",
+        "sum",
+        "tan",
+        "tanh",
+        "to",
+        "trunc",
+        "type_as",
+        "var",
+        "where",
+    }
+)
 _LOW = {"bf16": "bfloat16", "f16": "float16"}
-_NODE = re.compile(r'^\s+(?P<name>\w+): "(?P<dtype>\w+)\[[^"]*" = (?P<expr>[^;]*)')  # then `;  x = y = None` (freed names)
+_NODE = re.compile(
+    r'^\s+(?P<name>\w+): "(?P<dtype>\w+)\[[^"]*" = (?P<expr>[^;]*)'
+)  # then `;  x = y = None` (freed names)
 _FRAME = re.compile(r"^\s+# File: (?P<where>.+?:\d+) in [^,]+, code: (?P<code>.*)$")
 
 
@@ -114,7 +245,9 @@ def _consumed(expr: str, low: dict[str, tuple[str, str, str]]) -> str | None:
         if name not in FUSED_CALLS:
             return None
         operands = [*tree.args, *(k.value for k in tree.keywords)]
-        if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id in ("torch", "F")):
+        if isinstance(func, ast.Attribute) and not (
+            isinstance(func.value, ast.Name) and func.value.id in ("torch", "F")
+        ):
             operands.append(func.value)  # a method: its object is an operand
     elif isinstance(tree, (ast.BinOp, ast.UnaryOp, ast.Compare)):
         operands = [tree]

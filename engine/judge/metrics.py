@@ -16,8 +16,9 @@ in another order, so they agree to a relative 1e-12.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import torch
 
@@ -34,7 +35,12 @@ _DEFAULT_TOLERANCES = {
     torch.float32: (1.3e-6, 1e-5),
     torch.float64: (1e-7, 1e-7),
 }
-_INT_VIEW = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32, torch.float64: torch.int64}
+_INT_VIEW = {
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+}
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 # elements per chunk: a CPU chunk's float64 temporaries (1 MB each) stay in cache; a GPU's amortise kernel
 # launches and still bound the temporaries of a chunk whose every element differs (~1 GB)
@@ -85,7 +91,9 @@ def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     oa, ob = ordered_bits(a), ordered_bits(b)
     same_sign = (oa >= 0) == (ob >= 0)
     # int64 subtraction cannot overflow for equal signs; opposite signs add magnitudes in float64
-    dist = torch.where(same_sign, (oa - ob).abs().to(torch.float64), oa.abs().to(torch.float64) + ob.abs().to(torch.float64))
+    dist = torch.where(
+        same_sign, (oa - ob).abs().to(torch.float64), oa.abs().to(torch.float64) + ob.abs().to(torch.float64)
+    )
     nan_a, nan_b = torch.isnan(a), torch.isnan(b)
     dist = torch.where(nan_a & nan_b, torch.zeros_like(dist), dist)
     return torch.where(nan_a ^ nan_b, torch.full_like(dist, float("inf")), dist)
@@ -96,7 +104,10 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.dtype.is_floating_point:
         view = _INT_VIEW.get(a.dtype)
         if view is None:  # float8 and friends: compare as bytes per element
-            return (a.contiguous().view(torch.uint8).reshape(*a.shape, -1) == b.contiguous().view(torch.uint8).reshape(*b.shape, -1)).all(-1)
+            return (
+                a.contiguous().view(torch.uint8).reshape(*a.shape, -1)
+                == b.contiguous().view(torch.uint8).reshape(*b.shape, -1)
+            ).all(-1)
         return a.contiguous().view(view) == b.contiguous().view(view)
     return a == b
 
@@ -214,25 +225,37 @@ class _Figures:
     maxima: tuple[float, float, float] = (0.0, 0.0, 0.0)  # largest magnitudes of the same
     observed: Any = None
 
-    def add(self, o: "_Figures") -> None:
+    def add(self, o: _Figures) -> None:
         self.mismatches += o.mismatches
         self.nan += o.nan
         self.inf += o.inf
         self.signed_zero += o.signed_zero
-        self.max_abs, self.max_rel, self.max_ulp = max(self.max_abs, o.max_abs), max(self.max_rel, o.max_rel), max(self.max_ulp, o.max_ulp)
+        self.max_abs, self.max_rel, self.max_ulp = (
+            max(self.max_abs, o.max_abs),
+            max(self.max_rel, o.max_rel),
+            max(self.max_ulp, o.max_ulp),
+        )
         self.within = self.within and o.within
         if o.worst_badness > self.worst_badness:  # strictly: an earlier chunk keeps a tie, as one argmax would
             self.worst, self.worst_badness = o.worst, o.worst_badness
         self.count += o.count
         self.sums = (self.sums[0] + o.sums[0], self.sums[1] + o.sums[1], self.sums[2] + o.sums[2])
-        self.maxima = (max(self.maxima[0], o.maxima[0]), max(self.maxima[1], o.maxima[1]), max(self.maxima[2], o.maxima[2]))
+        self.maxima = (
+            max(self.maxima[0], o.maxima[0]),
+            max(self.maxima[1], o.maxima[1]),
+            max(self.maxima[2], o.maxima[2]),
+        )
 
 
 def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetrics:
     """Every figure of ValueMetrics, chunk by chunk on the operands' device."""
     eager, compiled = ops.eager.reshape(-1), ops.compiled.reshape(-1)
     ref = None if ops.ref is None else ops.ref.reshape(-1)
-    tally = Tally(tuple(ops.eager.shape), ops.eager.dtype, ops.eager.device) if ref is not None and ops.eager.dtype in ELEMENT_DTYPES else None
+    tally = (
+        Tally(tuple(ops.eager.shape), ops.eager.dtype, ops.eager.device)
+        if ref is not None and ops.eager.dtype in ELEMENT_DTYPES
+        else None
+    )
 
     def chunk(start: int, stop: int) -> _Figures:
         e, c = eager[start:stop], compiled[start:stop]
@@ -318,13 +341,23 @@ def _float_figures(f: _Figures, d: Differences) -> None:
         inf_mismatch = (inf_e ^ inf_c) | (inf_e & inf_c & sign_differs)
         signed_zero = (e == 0) & (c == 0) & sign_differs
         badness = torch.where(nan_mismatch | inf_mismatch, torch.full_like(ulp, float("inf")), ulp)
-        badness = torch.where(signed_zero, torch.full_like(ulp, 0.5), badness)  # a sign-only difference still locates the worst element
+        badness = torch.where(
+            signed_zero, torch.full_like(ulp, 0.5), badness
+        )  # a sign-only difference still locates the worst element
         outside = ~torch.isclose(c64, e64, rtol=rtol, atol=atol, equal_nan=True).all()
         counts = [nan_mismatch.sum(), inf_mismatch.sum(), signed_zero.sum()]
     rel_err = torch.where(d.abs_err == 0, torch.zeros_like(d.rel_err), d.rel_err) if not d.finite else d.rel_err
     i = torch.argmax(badness)
     figures = torch.stack(
-        [*(x.to(torch.float64) for x in counts), d.abs_err.max(), rel_err.max(), ulp.max(), badness[i], i.to(torch.float64), outside.to(torch.float64)]
+        [
+            *(x.to(torch.float64) for x in counts),
+            d.abs_err.max(),
+            rel_err.max(),
+            ulp.max(),
+            badness[i],
+            i.to(torch.float64),
+            outside.to(torch.float64),
+        ]
     ).tolist()  # one transfer from the device
     f.mismatches = d.positions.numel()
     f.nan, f.inf, f.signed_zero = int(figures[0]), int(figures[1]), int(figures[2])
@@ -348,7 +381,9 @@ def _reference_chunk(f: _Figures, e: torch.Tensor, c: torch.Tensor, r: torch.Ten
         if n == 0:
             return
         zero = torch.zeros((), dtype=torch.float64, device=e.device)
-        figures = _squares_and_extremes(torch.where(usable, r, zero), torch.where(usable, err_e, zero), torch.where(usable, err_c, zero))
+        figures = _squares_and_extremes(
+            torch.where(usable, r, zero), torch.where(usable, err_e, zero), torch.where(usable, err_c, zero)
+        )
     f.count = n
     f.sums = (figures[0], figures[1], figures[2])
     f.maxima = (figures[3], figures[4], figures[5])

@@ -140,7 +140,11 @@ def judge_values(
     """Judge two same-shaped, same-dtype tensors from their metrics; `faithful` when `m`'s reference is the faithful one."""
     if m.mismatches == 0:
         return Judgement(Verdict.MATCH, (), f"bit-identical over {m.numel} element(s)")
-    where = f" (worst at {list(m.worst_index)}: eager {m.eager_value}, compiled {m.compiled_value})" if m.worst_index is not None else ""
+    where = (
+        f" (worst at {list(m.worst_index)}: eager {m.eager_value}, compiled {m.compiled_value})"
+        if m.worst_index is not None
+        else ""
+    )
     special = _special_value_symptoms(m)
     if special:
         parts = []
@@ -167,7 +171,12 @@ def judge_values(
         return Judgement(Verdict.DIVERGENT, (Symptom.BITS,), f"strict: {drift}{where}")
     if m.compiled_ref_rms is None or m.eager_ref_rms is None:
         if m.within_default_tolerance:
-            return Judgement(Verdict.BENIGN, (), f"{drift}; no fp64 reference, but within torch.testing's default tolerances", Witness.TOLERANCE)
+            return Judgement(
+                Verdict.BENIGN,
+                (),
+                f"{drift}; no fp64 reference, but within torch.testing's default tolerances",
+                Witness.TOLERANCE,
+            )
         return Judgement(
             Verdict.DIVERGENT,
             (Symptom.VALUE,),
@@ -206,10 +215,20 @@ def _judge_against_reference(
                 f"within {factor:g}x plus {floor} of the output's magnitude, so the leaf-wide rule alone would call it noise)",
                 witness,
             )
-        return Judgement(Verdict.BENIGN, (), f"{drift}; {vs}, within {factor:g}x plus {floor} of the output's magnitude: reassociation noise", witness)
+        return Judgement(
+            Verdict.BENIGN,
+            (),
+            f"{drift}; {vs}, within {factor:g}x plus {floor} of the output's magnitude: reassociation noise",
+            witness,
+        )
     worse = _ratio(m.compiled_ref_rms, m.eager_ref_rms) if not rms_ok else _ratio(m.compiled_ref_max, m.eager_ref_max)
     beyond = f", beyond {factor:g}x eager's error plus {max_floor:.3g} of noise" if faithful is not None else ""
-    return Judgement(Verdict.DIVERGENT, (Symptom.VALUE,), f"{drift}; {vs}: compiled is {worse} further from {'fp64' if faithful is None else 'that reference'}{beyond}{where}", witness)
+    return Judgement(
+        Verdict.DIVERGENT,
+        (Symptom.VALUE,),
+        f"{drift}; {vs}: compiled is {worse} further from {'fp64' if faithful is None else 'that reference'}{beyond}{where}",
+        witness,
+    )
 
 
 def _ratio(a: float, b: float) -> str:

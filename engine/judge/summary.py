@@ -104,7 +104,9 @@ class Summarizer:
         self.dtype = dtype
         self.metrics = metrics_for(ops)
         self.shape = tuple(ops.eager.shape)
-        self.worst: dict[str, tuple[np.ndarray, np.ndarray]] = {m: (np.zeros(0), np.zeros(0, dtype=np.int64)) for m in self.metrics}
+        self.worst: dict[str, tuple[np.ndarray, np.ndarray]] = {
+            m: (np.zeros(0), np.zeros(0, dtype=np.int64)) for m in self.metrics
+        }
         self.threshold = dict.fromkeys(self.metrics, -math.inf)  # the k-th worst value so far, per metric
         self.bins = np.zeros(0, dtype=np.int64)
         self.nonfinite = 0
@@ -125,9 +127,13 @@ class Summarizer:
         offset = sum(int(i) * s for d, (i, s) in enumerate(zip(index, strides)) if d < rank - 2)
         self.pool = _Pool(offset, rows, cols, block)
         gh, gw = self.pool.grid
-        self.keys = {m: torch.full((gh * gw,), -1, dtype=torch.int64, device=self.ops.eager.device) for m in self.metrics}
+        self.keys = {
+            m: torch.full((gh * gw,), -1, dtype=torch.int64, device=self.ops.eager.device) for m in self.metrics
+        }
 
-    def _pooled_keys(self, pool: _Pool, positions: torch.Tensor, values: dict[str, torch.Tensor]) -> tuple[int, dict[str, torch.Tensor]]:
+    def _pooled_keys(
+        self, pool: _Pool, positions: torch.Tensor, values: dict[str, torch.Tensor]
+    ) -> tuple[int, dict[str, torch.Tensor]]:
         """Block maxima of one chunk's elements, over the block rows the chunk touches; a key packs the value
         (float32, as the app pools) with the position, so the max is also the first worst element."""
         by, bx = pool.block
@@ -162,7 +168,11 @@ class Summarizer:
             worst[m] = ((v if keep is None else v[keep]).cpu().numpy(), picked.cpu().numpy())
         finite = d.ulp if d.finite else d.ulp[torch.isfinite(d.ulp)]
         bins = torch.bincount(ulp_bins(finite)).cpu().numpy()
-        pooled = self._pooled_keys(self.pool, d.positions, values) if self.pool is not None and len(self.shape) <= 2 else None
+        pooled = (
+            self._pooled_keys(self.pool, d.positions, values)
+            if self.pool is not None and len(self.shape) <= 2
+            else None
+        )
         return worst, bins, d.ulp.numel() - finite.numel(), pooled
 
     def combine(self, partial: Any) -> None:
@@ -209,7 +219,9 @@ class Summarizer:
         """The summary as named arrays (what engine.arrays stores beside the leaf)."""
         out: dict[str, np.ndarray] = {
             "shape": np.array(self.shape, dtype=np.int64),  # as compared: complex leaves as (..., 2) real pairs
-            "histogram": np.concatenate([[metrics.numel - metrics.mismatches, self.nonfinite], self.bins]).astype(np.int64),
+            "histogram": np.concatenate([[metrics.numel - metrics.mismatches, self.nonfinite], self.bins]).astype(
+                np.int64
+            ),
         }
         for m, (v, p) in self.worst.items():
             out[f"worst.{m}.value"], out[f"worst.{m}.position"] = v, p
@@ -242,12 +254,16 @@ class Summarizer:
             row = torch.where(empty, first_row, local // pool.cols)
             col = torch.where(empty, first_col, local % pool.cols)
             # stored as float32 (the pooled values are float32 already) and int32 (a slice's rows and cols)
-            out[f"pool.{m}.value"] = torch.where(empty, torch.full_like(value, float("nan")), value).to(torch.float32).numpy()
+            out[f"pool.{m}.value"] = (
+                torch.where(empty, torch.full_like(value, float("nan")), value).to(torch.float32).numpy()
+            )
             out[f"pool.{m}.row"], out[f"pool.{m}.col"] = row.to(torch.int32).numpy(), col.to(torch.int32).numpy()
             out.update(self._values_at(f"pool.{m}", (pool.offset + row * pool.cols + col).reshape(-1), (gh, gw)))
         return out
 
-    def _values_at(self, prefix: str, flat: torch.Tensor, shape: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
+    def _values_at(
+        self, prefix: str, flat: torch.Tensor, shape: tuple[int, ...] | None = None
+    ) -> dict[str, np.ndarray]:
         """Eager, compiled and fp64 values at flat positions, as the app's hover and table show them."""
         flat = flat.to(self.ops.eager.device)
         out = {}

@@ -52,7 +52,7 @@ _SEVERITY = {
 }
 
 
-def worst(verdicts: "list[Verdict] | tuple[Verdict, ...]") -> Verdict:
+def worst(verdicts: list[Verdict] | tuple[Verdict, ...]) -> Verdict:
     """The most severe verdict; `match` for an empty sequence."""
     return max(verdicts, key=lambda v: v.severity, default=Verdict.MATCH)
 

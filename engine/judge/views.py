@@ -8,7 +8,7 @@ view also compute ULP distances from stored values here (a run stores values, no
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -40,7 +40,9 @@ def block_shape(shape: tuple[int, int], max_cells: int, max_side: int = MAX_SIDE
     return by, bx
 
 
-def slice_block(shape: tuple[int, int], values: int, max_side: int = MAX_SIDE, budget_bytes: int = BYTES_BUDGET) -> tuple[int, int]:
+def slice_block(
+    shape: tuple[int, int], values: int, max_side: int = MAX_SIDE, budget_bytes: int = BYTES_BUDGET
+) -> tuple[int, int]:
     """The block of a heatmap of a rows x cols slice whose hover shows `values` of eager/compiled/fp64;
     (1, 1) when every element fits the budget."""
     h, w = shape
@@ -48,10 +50,14 @@ def slice_block(shape: tuple[int, int], values: int, max_side: int = MAX_SIDE, b
     if h * w <= exact_cells and max(h, w) <= max_side:
         return (1, 1)
     positions = 1 if max(h, w) <= np.iinfo(np.uint16).max else 2  # a marker's x and y: 2 or 4 bytes each
-    return block_shape((h, w), max(1, int(budget_bytes / bytes_per_cell(1 + POOLED_HOVER_CHANNELS + positions + values))), max_side)
+    return block_shape(
+        (h, w), max(1, int(budget_bytes / bytes_per_cell(1 + POOLED_HOVER_CHANNELS + positions + values))), max_side
+    )
 
 
-def default_slice(shape: Sequence[int], worst_index: Sequence[int] | None = None) -> tuple[int | None, int, tuple[int, ...]]:
+def default_slice(
+    shape: Sequence[int], worst_index: Sequence[int] | None = None
+) -> tuple[int | None, int, tuple[int, ...]]:
     """(row dim or None for a 1-D leaf, col dim, full index): the last two dimensions, through the worst element."""
     rank = len(shape)
     if rank == 0:
@@ -93,7 +99,9 @@ def ulp_distance(eager: np.ndarray, compiled: np.ndarray, dtype: str | None = No
         return np.abs(eager.astype(np.float64) - compiled.astype(np.float64))
     oa, ob = _ordered(eager, unit), _ordered(compiled, unit)
     same_sign = (oa >= 0) == (ob >= 0)
-    dist = np.where(same_sign, np.abs(oa - ob).astype(np.float64), np.abs(oa).astype(np.float64) + np.abs(ob).astype(np.float64))
+    dist = np.where(
+        same_sign, np.abs(oa - ob).astype(np.float64), np.abs(oa).astype(np.float64) + np.abs(ob).astype(np.float64)
+    )
     nan_a, nan_b = np.isnan(eager), np.isnan(compiled)
     dist = np.where(nan_a & nan_b, 0.0, dist)
     return np.where(nan_a ^ nan_b, np.inf, dist)

@@ -10,9 +10,10 @@ Caller side: imports no torch.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from engine.judge.verdicts import Verdict
 from engine.options import CheckOptions
@@ -49,7 +50,7 @@ class AblationRow:
         return {**self.__dict__, "config": dict(self.config), "verdict": self.verdict.value}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "AblationRow":
+    def from_json(cls, data: Mapping[str, Any]) -> AblationRow:
         return cls(**{**data, "verdict": Verdict(data["verdict"]), "config": dict(data["config"])})
 
 
@@ -64,11 +65,21 @@ class AblationReport:
         return next(r for r in self.rows if r.setting == setting)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rows": [r.to_json() for r in self.rows], "first_diverging": self.first_diverging, "layer": self.layer, "conclusion": self.conclusion}
+        return {
+            "rows": [r.to_json() for r in self.rows],
+            "first_diverging": self.first_diverging,
+            "layer": self.layer,
+            "conclusion": self.conclusion,
+        }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "AblationReport":
-        return cls(tuple(AblationRow.from_json(r) for r in data["rows"]), data.get("first_diverging"), data["layer"], data["conclusion"])
+    def from_json(cls, data: Mapping[str, Any]) -> AblationReport:
+        return cls(
+            tuple(AblationRow.from_json(r) for r in data["rows"]),
+            data.get("first_diverging"),
+            data["layer"],
+            data["conclusion"],
+        )
 
 
 def _diverges(verdict: Verdict) -> bool:
@@ -82,7 +93,11 @@ def conclude(rows: tuple[AblationRow, ...]) -> tuple[str | None, str, str]:
     if first is None:
         errors = [r.setting for r in rows if r.verdict is Verdict.ERROR]
         extra = f" ({', '.join(errors)} raised)" if errors else ""
-        return None, "not reproduced", f"no configuration of the ladder diverges{extra}: the divergence depends on other options or is flaky"
+        return (
+            None,
+            "not reproduced",
+            f"no configuration of the ladder diverges{extra}: the divergence depends on other options or is flaky",
+        )
     before = [r.setting for r in rows if r.setting in LAYERS][: list(LAYERS).index(first)]
     clean = f"{', '.join(before)} match{'es' if len(before) == 1 else ''}; " if before else ""
     layer = LAYERS[first]
@@ -98,7 +113,13 @@ def conclude(rows: tuple[AblationRow, ...]) -> tuple[str | None, str, str]:
     return first, layer, f"{clean}{first} is the first to diverge: {layer}"
 
 
-def ablate(runner: Runner, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", directory: Path | None = None) -> AblationReport:
+def ablate(
+    runner: Runner,
+    source: str,
+    options: CheckOptions | None = None,
+    filename: str = "snippet.py",
+    directory: Path | None = None,
+) -> AblationReport:
     """Check the snippet at every rung, two at a time (the worker's children share two cores)."""
     from engine.paths import new_run_dir
 
@@ -109,9 +130,26 @@ def ablate(runner: Runner, source: str, options: CheckOptions | None = None, fil
         jobs = []
         for i, (label, backend, config) in enumerate(LADDER[start : start + 2], start):
             opts = base.replace(backend=backend, inductor_config={**base.inductor_config, **config})
-            jobs.append((label, backend, config, runner.submit(source, opts, filename, run_dir=directory / f"{i}-{label.replace(' + ', '+')}")))
+            jobs.append(
+                (
+                    label,
+                    backend,
+                    config,
+                    runner.submit(source, opts, filename, run_dir=directory / f"{i}-{label.replace(' + ', '+')}"),
+                )
+            )
         for label, backend, config, job in jobs:
             result = job.wait()
-            rows.append(AblationRow(label, backend, config, result.verdict, _diverges(result.verdict), result.explanation, result.run_dir))
+            rows.append(
+                AblationRow(
+                    label,
+                    backend,
+                    config,
+                    result.verdict,
+                    _diverges(result.verdict),
+                    result.explanation,
+                    result.run_dir,
+                )
+            )
     first, layer, conclusion = conclude(tuple(rows))
     return AblationReport(tuple(rows), first, layer, conclusion)

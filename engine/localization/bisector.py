@@ -19,10 +19,22 @@ from engine.options import CheckOptions
 from engine.runner import Runner
 
 
-def bisect(runner: Runner, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None) -> BisectReport:
+def bisect(
+    runner: Runner,
+    source: str,
+    options: CheckOptions | None = None,
+    filename: str = "snippet.py",
+    run_dir: Path | None = None,
+) -> BisectReport:
     """Check the snippet, then bisect it in the same (isolated) child; many compiles, so a long timeout."""
     base = options or CheckOptions()
-    opts = base.replace(localize="bisect", seeds=1, recheck_precision_casts=False, recheck_random=False, timeout_s=max(base.timeout_s, 900.0))
+    opts = base.replace(
+        localize="bisect",
+        seeds=1,
+        recheck_precision_casts=False,
+        recheck_random=False,
+        timeout_s=max(base.timeout_s, 900.0),
+    )
     result = runner.check(source, opts, filename, run_dir)
     assert result.run_dir is not None
     path = Path(result.run_dir) / BISECT_FILE

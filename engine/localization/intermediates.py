@@ -32,14 +32,24 @@ from engine.runner import Runner
 
 
 def first_diverging_intermediate(
-    runner: Runner, source: str, options: CheckOptions | None = None, filename: str = "snippet.py", run_dir: Path | None = None
+    runner: Runner,
+    source: str,
+    options: CheckOptions | None = None,
+    filename: str = "snippet.py",
+    run_dir: Path | None = None,
 ) -> IntermediatesReport:
     """Check the snippet, then localize its first diverging intermediate in the same child."""
-    opts = (options or CheckOptions()).replace(localize="intermediates", seeds=1, recheck_precision_casts=False, recheck_random=False)
+    opts = (options or CheckOptions()).replace(
+        localize="intermediates", seeds=1, recheck_precision_casts=False, recheck_random=False
+    )
     result = runner.check(source, opts, filename, run_dir)
     assert result.run_dir is not None
     path = Path(result.run_dir) / INTERMEDIATES_FILE
     if path.exists():
         report = IntermediatesReport.from_json(json.loads(path.read_text()))
         return IntermediatesReport(**{**report.__dict__, "run_dir": result.run_dir})
-    return IntermediatesReport("failed", result.explanation if result.verdict is Verdict.ERROR else "no result was written (see output.log)", run_dir=result.run_dir)
+    return IntermediatesReport(
+        "failed",
+        result.explanation if result.verdict is Verdict.ERROR else "no result was written (see output.log)",
+        run_dir=result.run_dir,
+    )

@@ -8,9 +8,10 @@ this module only orchestrates and gathers their reports into one `Localization`,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from engine.localization.ablation import AblationReport, ablate
 from engine.localization.bisector import bisect
@@ -49,7 +50,7 @@ class Localization:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Localization":
+    def from_json(cls, data: Mapping[str, Any]) -> Localization:
         return cls(
             AblationReport.from_json(data["ablation"]) if data.get("ablation") else None,
             BisectReport.from_json(data["bisect"]) if data.get("bisect") else None,
@@ -64,7 +65,7 @@ class Localization:
         return path
 
     @classmethod
-    def load(cls, directory: Path) -> "Localization":
+    def load(cls, directory: Path) -> Localization:
         return cls.from_json(json.loads((Path(directory) / LOCALIZATION_FILE).read_text()))
 
 
@@ -104,7 +105,9 @@ def localize(
             futures["bisect"] = pool.submit(bisect, runner, source, options, filename, directory / "bisect")
         if "intermediates" in steps:
             step("intermediates")
-            futures["intermediates"] = pool.submit(first_diverging_intermediate, runner, source, options, filename, directory / "intermediates")
+            futures["intermediates"] = pool.submit(
+                first_diverging_intermediate, runner, source, options, filename, directory / "intermediates"
+            )
         if "bisect" in futures:
             found_bisect = futures["bisect"].result()
         if "intermediates" in futures:
@@ -114,7 +117,9 @@ def localize(
     return result
 
 
-def localize_source(source: str, options: CheckOptions | None = None, filename: str = "snippet.py", **kwargs: Any) -> Localization:
+def localize_source(
+    source: str, options: CheckOptions | None = None, filename: str = "snippet.py", **kwargs: Any
+) -> Localization:
     """`localize` in the process-wide runner."""
     from engine.api import default_runner
 

@@ -13,10 +13,11 @@ Caller side: imports no torch.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.options import CheckOptions
@@ -88,7 +89,7 @@ class ProbeOutcome:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ProbeOutcome":
+    def from_json(cls, data: Mapping[str, Any]) -> ProbeOutcome:
         return cls(
             kind=ProbeKind(data["kind"]),
             description=data["description"],
@@ -127,7 +128,7 @@ class ProbeReport:
         return {"outcomes": [o.to_json() for o in self.outcomes], "directory": self.directory}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ProbeReport":
+    def from_json(cls, data: Mapping[str, Any]) -> ProbeReport:
         return cls(tuple(ProbeOutcome.from_json(o) for o in data["outcomes"]), data.get("directory"))
 
     def save(self, directory: Path) -> Path:
@@ -137,7 +138,7 @@ class ProbeReport:
         return path
 
     @classmethod
-    def load(cls, directory: Path) -> "ProbeReport":
+    def load(cls, directory: Path) -> ProbeReport:
         return cls.from_json(json.loads((Path(directory) / PROBES_FILE).read_text()))
 
 
@@ -168,9 +169,12 @@ def outcome_of(kind: ProbeKind, description: str, options: CheckOptions, result:
     elif result.verdict is Verdict.ERROR and result.error is not None:
         message = result.error.message
         if result.error.kind is ErrorKind.EAGER:
-            status, explanation = ProbeStatus.NOT_APPLICABLE, f"eager itself raises on these inputs: {message.splitlines()[0][:300]}"
+            status, explanation = (
+                ProbeStatus.NOT_APPLICABLE,
+                f"eager itself raises on these inputs: {message.splitlines()[0][:300]}",
+            )
         elif result.error.kind is ErrorKind.OPTIONS and message.startswith(NOT_APPLICABLE):
-            status, explanation = ProbeStatus.NOT_APPLICABLE, message[len(NOT_APPLICABLE):]
+            status, explanation = ProbeStatus.NOT_APPLICABLE, message[len(NOT_APPLICABLE) :]
         else:
             status = ProbeStatus.ERROR
     failing_seed: int | None = None
@@ -182,7 +186,9 @@ def outcome_of(kind: ProbeKind, description: str, options: CheckOptions, result:
         first_leaf = first.name if first is not None else None
         if first_leaf and first_leaf.startswith("call") and ":" in first_leaf:
             failing_seed = failing_seed + int(first_leaf[4 : first_leaf.index(":")])  # call k runs on seed + k
-    return ProbeOutcome(kind, description, status, result.verdict, explanation, options, result.run_dir, failing_seed, first_leaf)
+    return ProbeOutcome(
+        kind, description, status, result.verdict, explanation, options, result.run_dir, failing_seed, first_leaf
+    )
 
 
 def run_probes(
@@ -232,7 +238,9 @@ def run_probes(
     return report
 
 
-def probe_source(source: str, options: CheckOptions | None = None, filename: str = "snippet.py", **kwargs: Any) -> ProbeReport:
+def probe_source(
+    source: str, options: CheckOptions | None = None, filename: str = "snippet.py", **kwargs: Any
+) -> ProbeReport:
     """`run_probes` in the process-wide runner."""
     from engine.api import default_runner
 
@@ -250,7 +258,9 @@ def render(report: ProbeReport) -> str:
     for o in report.outcomes:
         detail = o.explanation.splitlines()[0] if o.explanation else ""
         if o.failing_seed is not None:
-            detail = f"[seed {o.failing_seed}{', ' + o.first_divergent_leaf if o.first_divergent_leaf else ''}] " + detail
+            detail = (
+                f"[seed {o.failing_seed}{', ' + o.first_divergent_leaf if o.first_divergent_leaf else ''}] " + detail
+            )
         lines.append(f"{o.kind.value:<14} {o.status.value:<15} {o.verdict.value:<15} {detail[:200]}")
     lines.append(report.summary())
     return "\n".join(lines)

@@ -6,8 +6,9 @@ JSON into the run directory; the caller half (engine/localization/) reads it bac
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from engine.judge.verdicts import Verdict
 
@@ -33,10 +34,9 @@ class BisectReport:
         return dict(self.__dict__)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "BisectReport":
+    def from_json(cls, data: Mapping[str, Any]) -> BisectReport:
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
-
 
 
 def explain(backend: str | None, subsystem: str | None, number: int | None, info: str | None) -> str:
@@ -52,7 +52,6 @@ def explain(backend: str | None, subsystem: str | None, number: int | None, info
     return f"{where}; subsystem {subsystem} ({info or 'a config change'}) removes it"
 
 
-
 @dataclass(frozen=True)
 class NodeSite:
     """Where a node of the instrumented compile came from, as torch recorded it on the node: what places it in
@@ -66,7 +65,7 @@ class NodeSite:
         return {"line": self.line, "code": self.code, "source_nodes": list(self.source_nodes)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> "NodeSite":
+    def from_json(cls, data: Mapping[str, Any] | None) -> NodeSite:
         data = data or {}
         return cls(data.get("line"), str(data.get("code", "")), tuple(data.get("source_nodes", ())))
 
@@ -87,7 +86,7 @@ class NodeDiff:
         return {**self.__dict__, "verdict": self.verdict.value, "site": self.site.to_json()}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "NodeDiff":
+    def from_json(cls, data: Mapping[str, Any]) -> NodeDiff:
         return cls(**{**data, "verdict": Verdict(data["verdict"]), "site": NodeSite.from_json(data.get("site"))})
 
 
@@ -120,7 +119,7 @@ class IntermediatesReport:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "IntermediatesReport":
+    def from_json(cls, data: Mapping[str, Any]) -> IntermediatesReport:
         known = set(cls.__dataclass_fields__)
         kwargs = {k: v for k, v in data.items() if k in known}
         kwargs["first"] = NodeDiff.from_json(data["first"]) if data.get("first") else None

@@ -8,9 +8,21 @@ defaults nobody passes), sequences, expressions, then the other literals. The gr
 pipeline when the oracle can supply the candidate's Dynamo graph.
 """
 
-from minimizer.passes.calls import drop_keyword_arguments, inline_functions, inline_modules, inline_temporaries, replace_with_operand
+from minimizer.passes.calls import (
+    drop_keyword_arguments,
+    inline_functions,
+    inline_modules,
+    inline_temporaries,
+    replace_with_operand,
+)
 from minimizer.passes.constants import drop_signs, shorten_floats, shrink_integers, shrink_sequences, simplify_dtypes
-from minimizer.passes.dead_code import drop_unread_attributes, drop_unread_config, fold_config, fold_self_constants, inline_defaults
+from minimizer.passes.dead_code import (
+    drop_unread_attributes,
+    drop_unread_config,
+    fold_config,
+    fold_self_constants,
+    inline_defaults,
+)
 from minimizer.passes.statements import delete_statements, drop_parameters, lift_branches, remove_unused_imports, tidy
 from minimizer.reducer import ReductionPass
 

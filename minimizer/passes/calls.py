@@ -18,8 +18,14 @@ _OPERATIONS = (ast.Call, ast.BinOp, ast.UnaryOp)
 
 def _operands(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.Call):
-        receiver = [node.func.value] if isinstance(node.func, ast.Attribute) and not _is_module_path(node.func.value) else []
-        return receiver + [a for a in node.args if not isinstance(a, ast.Starred)] + [k.value for k in node.keywords if k.arg]
+        receiver = (
+            [node.func.value] if isinstance(node.func, ast.Attribute) and not _is_module_path(node.func.value) else []
+        )
+        return (
+            receiver
+            + [a for a in node.args if not isinstance(a, ast.Starred)]
+            + [k.value for k in node.keywords if k.arg]
+        )
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
     if isinstance(node, ast.UnaryOp):
@@ -105,7 +111,10 @@ def _inlinable(cls: ast.ClassDef) -> ast.FunctionDef | None:
 
 def _is_super_init(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Pass) or (
-        isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "__init__"
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Attribute)
+        and stmt.value.func.attr == "__init__"
     )
 
 
@@ -152,7 +161,9 @@ def _temporaries(tree: ast.AST) -> list[tuple[ast.FunctionDef, ast.Assign]]:
 
 def _inline(tree: ast.AST, function: ast.FunctionDef, stmt: ast.Assign) -> None:
     name = cast(ast.Name, stmt.targets[0]).id
-    use = next(n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
+    use = next(
+        n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    )
     function.body.remove(stmt)
     replace_node(function, use, stmt.value)
 
@@ -203,7 +214,7 @@ def _substituted(function: ast.FunctionDef, call: ast.Call) -> ast.expr | None:
         if k.arg is None or k.arg not in params or k.arg in bound:
             return None
         bound[k.arg] = k.value
-    defaults = dict(zip(params[len(params) - len(function.args.defaults):], function.args.defaults))
+    defaults = dict(zip(params[len(params) - len(function.args.defaults) :], function.args.defaults))
     for p in params:
         if p not in bound:
             if p not in defaults:
@@ -213,7 +224,9 @@ def _substituted(function: ast.FunctionDef, call: ast.Call) -> ast.expr | None:
     if any(uses[p] > 1 and not isinstance(bound[p], (ast.Name, ast.Constant)) for p in params):
         return None  # an argument computed once must not be computed twice
     copied = copy.deepcopy(expr)
-    for node in [n for n in ast.walk(copied) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)]:
+    for node in [
+        n for n in ast.walk(copied) if isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load)
+    ]:
         replace_node(copied, node, copy.deepcopy(bound[node.id]))
     return copied
 
@@ -226,7 +239,11 @@ def inline_functions(problem: Problem) -> None:
     """
 
     def helpers(tree: ast.Module) -> list[ast.FunctionDef]:
-        return [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name not in ENTRY_POINTS and _one_liner(s) is not None]
+        return [
+            s
+            for s in tree.body
+            if isinstance(s, ast.FunctionDef) and s.name not in ENTRY_POINTS and _one_liner(s) is not None
+        ]
 
     def at(source: str, i: int) -> list[str] | None:
         found = helpers(fresh(source))
@@ -234,7 +251,9 @@ def inline_functions(problem: Problem) -> None:
             return None
         tree = fresh(source)
         function = helpers(tree)[i]
-        for call in [c for c in nodes_of(tree, ast.Call) if isinstance(c.func, ast.Name) and c.func.id == function.name]:
+        for call in [
+            c for c in nodes_of(tree, ast.Call) if isinstance(c.func, ast.Name) and c.func.id == function.name
+        ]:
             expr = _substituted(function, call)
             if expr is None:
                 return []

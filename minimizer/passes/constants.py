@@ -20,10 +20,14 @@ def _ints(tree: ast.AST) -> list[ast.Constant]:
 
 
 def _floats(tree: ast.AST) -> list[ast.Constant]:
-    return [n for n in nodes_of(tree, ast.Constant) if type(n.value) is float and n.value == n.value and abs(n.value) != float("inf")]
+    return [
+        n
+        for n in nodes_of(tree, ast.Constant)
+        if type(n.value) is float and n.value == n.value and abs(n.value) != float("inf")
+    ]
 
 
-def _set_constant(source: str, select: "type[int] | type[float]", i: int, value: object) -> str:
+def _set_constant(source: str, select: type[int] | type[float], i: int, value: object) -> str:
     tree = fresh(source)
     nodes = _ints(tree) if select is int else _floats(tree)
     nodes[i].value = value
@@ -55,7 +59,9 @@ def shrink_integers(problem: Problem) -> None:
         longer = (abs(v) - 2 * taken,) if taken > 0 else ()
         targets = dict.fromkeys(sign * t for t in (1, abs(v) // 2, *longer, abs(v) - 1) if 0 < t < abs(v))
         together = []
-        if sum(n.value == v for n in ints) > 1 and all(n.value != v for n in ints[:i]):  # the first literal of its value
+        if sum(n.value == v for n in ints) > 1 and all(
+            n.value != v for n in ints[:i]
+        ):  # the first literal of its value
             for t in targets:
                 tree = fresh(source)
                 for node in _ints(tree):
@@ -91,7 +97,9 @@ def shorten_floats(problem: Problem) -> None:
 
 
 def _sequences(tree: ast.AST) -> list[ast.List | ast.Tuple]:
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.List, ast.Tuple)) and isinstance(n.ctx, ast.Load) and n.elts]
+    return [
+        n for n in ast.walk(tree) if isinstance(n, (ast.List, ast.Tuple)) and isinstance(n.ctx, ast.Load) and n.elts
+    ]
 
 
 def _roles(tree: ast.AST) -> dict[int, tuple[int, str]]:
@@ -154,7 +162,9 @@ def shrink_sequences(problem: Problem) -> None:
             out += each_way(lambda tree, seq, k=k: setattr(seq, "elts", [seq.elts[k]]))
         # paired inputs (`a = tensor([...])`, `b = tensor([...])`) must shrink together to keep broadcasting
         for start, size in dict.fromkeys(chunks):
-            out += each_way(lambda tree, seq, a=start, b=start + size: setattr(seq, "elts", seq.elts[:a] + seq.elts[b:]))
+            out += each_way(
+                lambda tree, seq, a=start, b=start + size: setattr(seq, "elts", seq.elts[:a] + seq.elts[b:])
+            )
         return list(dict.fromkeys(out))  # "together" is "alone" where a literal has no partner
 
     walk_sites(problem, at)
@@ -169,7 +179,8 @@ def simplify_dtypes(problem: Problem) -> None:
     def at(source: str, i: int) -> list[str] | None:
         def dtype_nodes(tree: ast.AST) -> list[ast.Attribute]:
             return [
-                n for n in nodes_of(tree, ast.Attribute)
+                n
+                for n in nodes_of(tree, ast.Attribute)
                 if n.attr in _DTYPES and isinstance(n.value, ast.Name) and n.value.id == "torch"
             ]
 
@@ -190,7 +201,9 @@ def drop_signs(problem: Problem) -> None:
     """
 
     def negated(tree: ast.AST) -> list[ast.UnaryOp]:
-        return [n for n in nodes_of(tree, ast.UnaryOp) if isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)]
+        return [
+            n for n in nodes_of(tree, ast.UnaryOp) if isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)
+        ]
 
     def unsign(node: ast.UnaryOp) -> TreeEdit:
         return lambda tree: replace_node(tree, node, node.operand) and None

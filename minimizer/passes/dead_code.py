@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Iterator
+from collections.abc import Iterator
 
 from minimizer.reducer import Problem, TreeEdit, everything_then_each
 from minimizer.syntax import blocks, fresh, replace_node, unparse
+
 
 def _attribute_loads(tree: ast.AST) -> set[str]:
     return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)}
@@ -54,7 +55,9 @@ def drop_unread_attributes(problem: Problem) -> None:
 def _dataclasses(tree: ast.Module) -> list[ast.ClassDef]:
     def is_dataclass(d: ast.expr) -> bool:
         target = d.func if isinstance(d, ast.Call) else d
-        return (isinstance(target, ast.Name) and target.id == "dataclass") or (isinstance(target, ast.Attribute) and target.attr == "dataclass")
+        return (isinstance(target, ast.Name) and target.id == "dataclass") or (
+            isinstance(target, ast.Attribute) and target.attr == "dataclass"
+        )
 
     return [c for c in tree.body if isinstance(c, ast.ClassDef) and any(is_dataclass(d) for d in c.decorator_list)]
 
@@ -69,9 +72,20 @@ def _config_dicts(tree: ast.Module) -> list[ast.Dict | ast.Call]:
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign):
             v = stmt.value
-            if isinstance(v, ast.Dict) and v.keys and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys):
+            if (
+                isinstance(v, ast.Dict)
+                and v.keys
+                and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys)
+            ):
                 found.append(v)
-            elif isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "dict" and not v.args and v.keywords and all(k.arg for k in v.keywords):
+            elif (
+                isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Name)
+                and v.func.id == "dict"
+                and not v.args
+                and v.keywords
+                and all(k.arg for k in v.keywords)
+            ):
                 found.append(v)
     return found
 
@@ -84,9 +98,18 @@ def _entries(d: ast.Dict | ast.Call) -> list[tuple[str, ast.expr]]:
 
 def _key_reads(tree: ast.AST) -> set[str]:
     """String keys anything subscripts or `.get`s: `cfg["width"]`, `config.get("eps")`."""
-    keys = {n.slice.value for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)}
-    keys |= {a.value for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
-             for a in n.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    keys = {
+        n.slice.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+    }
+    keys |= {
+        a.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+        for a in n.args[:1]
+        if isinstance(a, ast.Constant) and isinstance(a.value, str)
+    }
     return keys
 
 
@@ -98,8 +121,15 @@ def drop_unread_config(problem: Problem) -> None:
 
     def sites(tree: ast.Module) -> list[TreeEdit]:
         read, keys = _attribute_loads(tree), _key_reads(tree)
-        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("asdict", "astuple", "vars", "fields") for n in ast.walk(tree)):
-            read = read | {f.target.id for c in _dataclasses(tree) for f in _fields(c) if isinstance(f.target, ast.Name)}
+        if any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("asdict", "astuple", "vars", "fields")
+            for n in ast.walk(tree)
+        ):
+            read = read | {
+                f.target.id for c in _dataclasses(tree) for f in _fields(c) if isinstance(f.target, ast.Name)
+            }
         edits: list[TreeEdit] = []
         for cls in _dataclasses(tree):
             for field in _fields(cls):
@@ -107,8 +137,11 @@ def drop_unread_config(problem: Problem) -> None:
                 if name not in read:
                     edits.append(_drop_field(cls, field, name))
         # a dict that is unpacked or iterated has every key read
-        whole = any((isinstance(n, ast.keyword) and n.arg is None) or (isinstance(n, ast.Attribute) and n.attr in ("items", "keys", "values"))
-                    for n in ast.walk(tree))
+        whole = any(
+            (isinstance(n, ast.keyword) and n.arg is None)
+            or (isinstance(n, ast.Attribute) and n.attr in ("items", "keys", "values"))
+            for n in ast.walk(tree)
+        )
         for d in _config_dicts(tree) if not whole else ():
             for key, _ in _entries(d):
                 if key not in keys:
@@ -122,7 +155,11 @@ def _drop_field(cls: ast.ClassDef, field: ast.AnnAssign, name: str) -> TreeEdit:
     def edit(tree: ast.Module) -> None:
         if field in cls.body:
             cls.body.remove(field)
-        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name):
+        for call in (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == cls.name
+        ):
             call.keywords = [k for k in call.keywords if k.arg != name]
 
     return edit
@@ -161,8 +198,16 @@ def fold_config(problem: Problem) -> None:
         seen: dict[str, int] = {}
         classes = _dataclasses(tree)
         names = {c.name for c in classes}
-        overridden = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names for k in n.keywords}
-        positional = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names and n.args for n in ast.walk(tree))
+        overridden = {
+            k.arg
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+            for k in n.keywords
+        }
+        positional = any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names and n.args
+            for n in ast.walk(tree)
+        )
         for cls in classes:
             for field in _fields(cls):
                 name = field.target.id if isinstance(field.target, ast.Name) else ""
@@ -178,10 +223,22 @@ def fold_config(problem: Problem) -> None:
                     keyed[key] = value
         edits: list[TreeEdit] = []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in defaults and seen[node.attr] == 1 and _configish(node.value):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and node.attr in defaults
+                and seen[node.attr] == 1
+                and _configish(node.value)
+            ):
                 edits.append(_fold(node, defaults[node.attr]))
-            elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant)
-                  and isinstance(node.slice.value, str) and node.slice.value in keyed and seen["'" + node.slice.value] == 1):
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, ast.Load)
+                and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, str)
+                and node.slice.value in keyed
+                and seen["'" + node.slice.value] == 1
+            ):
                 edits.append(_fold(node, keyed[node.slice.value]))
         return edits
 
@@ -210,7 +267,7 @@ def inline_defaults(problem: Problem) -> None:
         edits: list[TreeEdit] = []
         for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
             args, defaults = function.args.args, function.args.defaults
-            for arg, default in zip(args[len(args) - len(defaults):], defaults):
+            for arg, default in zip(args[len(args) - len(defaults) :], defaults):
                 if arg.arg not in passed and _constant(default):
                     edits.append(_inline_default(function, arg, default))
         return edits
@@ -226,7 +283,9 @@ def _inline_default(function: ast.FunctionDef, arg: ast.arg, default: ast.expr) 
         index = args.args.index(arg) - (len(args.args) - len(args.defaults))
         args.args.remove(arg)
         del args.defaults[index]
-        for node in [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == arg.arg and isinstance(n.ctx, ast.Load)]:
+        for node in [
+            n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == arg.arg and isinstance(n.ctx, ast.Load)
+        ]:
             replace_node(function, node, copy.deepcopy(default))
 
     return edit
@@ -250,14 +309,25 @@ def fold_self_constants(problem: Problem) -> None:
             if init is None:
                 continue
             values = {
-                s.targets[0].attr: s.value for s in init.body
-                if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Attribute)
-                and isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id == "self" and _constant(s.value)
+                s.targets[0].attr: s.value
+                for s in init.body
+                if isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Attribute)
+                and isinstance(s.targets[0].value, ast.Name)
+                and s.targets[0].value.id == "self"
+                and _constant(s.value)
             }
             for method in (f for f in cls.body if isinstance(f, ast.FunctionDef) and f is not init):
                 for n in ast.walk(method):
-                    if (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id == "self"
-                            and n.attr in values and stores.get(n.attr) == 1):
+                    if (
+                        isinstance(n, ast.Attribute)
+                        and isinstance(n.ctx, ast.Load)
+                        and isinstance(n.value, ast.Name)
+                        and n.value.id == "self"
+                        and n.attr in values
+                        and stores.get(n.attr) == 1
+                    ):
                         edits.append(_fold(n, values[n.attr]))
         return edits
 

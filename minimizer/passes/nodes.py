@@ -9,7 +9,7 @@ with every candidate (`syntax.prune`), so one oracle call removes a whole cone o
 from __future__ import annotations
 
 import ast
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from minimizer.graph import TensorType, node_types, rewrite_with_graph
 from minimizer.reducer import Problem, ReductionPass
@@ -98,7 +98,11 @@ def graph_rewrite(fx_graphs: Callable[[str], Sequence[str]]) -> ReductionPass:
         tidied = fresh(problem.current)
         tidy_tree(tidied)
         # a rewrite that tidying alone beats is no rewrite worth having (`fn = torch.erf` as a longer def)
-        if not variants or sort_key(problem.prepare(variants[0])) >= sort_key(problem.prepare(unparse(tidied))) and _straight(problem.current):
+        if (
+            not variants
+            or sort_key(problem.prepare(variants[0])) >= sort_key(problem.prepare(unparse(tidied)))
+            and _straight(problem.current)
+        ):
             return
         rewrite = next((v for v in variants if problem.probe([v])[0]), None)  # the second only if the first fails
         if rewrite is None:

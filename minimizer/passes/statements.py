@@ -92,7 +92,9 @@ def remove_unused_imports(problem: Problem) -> None:
     def at(source: str, i: int) -> list[str] | None:
         tree = fresh(source)
         used = used_names(tree)
-        imports: list[ast.Import | ast.ImportFrom] = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        imports: list[ast.Import | ast.ImportFrom] = [
+            n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+        ]
         aliases = [(imp, a) for imp in imports for a in imp.names]
         if i >= len(aliases):
             return None

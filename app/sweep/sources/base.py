@@ -9,8 +9,9 @@ inputs), written as files under the zoo folder so that `divergence check FILE` r
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from app.sweep.pytorch_check import AccuracyRule, PyTorchReference
 
@@ -39,11 +40,13 @@ class ZooProgram:
     name: str  # the file's stem, e.g. "nn.functional.instance_norm" or "gpt2"
     source: str  # the program's text
     accuracy: AccuracyRule  # PyTorch's own check for this program's jobs
-    options: Mapping[str, Any] = field(default_factory=dict)  # CheckOptions JSON it starts from (as a .toml's [options])
+    options: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # CheckOptions JSON it starts from (as a .toml's [options])
     info: Mapping[str, Any] = field(default_factory=dict)  # shown beside its jobs (op, dtype, PyTorch's lists, ...)
     # when the whole program ends in an error, these smaller programs (one sample each) run instead, so that
     # one bad sample does not hide the others; computed only when asked (it may import torch)
-    parts: Callable[[], Sequence["ZooProgram"]] | None = field(default=None, compare=False, repr=False)
+    parts: Callable[[], Sequence[ZooProgram]] | None = field(default=None, compare=False, repr=False)
     # PyTorch's own reference for its leaves, where it is not the check's fp64 one (op_db: eager on fp32-upcast inputs)
     pytorch_reference: Callable[[], PyTorchReference] | None = field(default=None, compare=False, repr=False)
 
@@ -78,5 +81,7 @@ def pick(known: Sequence[str], wanted: Sequence[str], what: str) -> list[str]:
 
 
 def missing(package: str, source: str, extra: str = "zoo") -> ZooError:
-    return ZooError(f"{source}: needs the Python package {package!r}, which is not installed here: pip install -e '.[{extra}]' "
-                    f"(or pip install {package})")
+    return ZooError(
+        f"{source}: needs the Python package {package!r}, which is not installed here: pip install -e '.[{extra}]' "
+        f"(or pip install {package})"
+    )

@@ -12,8 +12,9 @@ check for these jobs is the harness's `same(tol=1e-3)` against fp64.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 from app.sweep.pytorch_check import harness_rule
 from app.sweep.sources.base import Selection, Source, ZooError, ZooProgram, missing, pick
@@ -71,19 +72,34 @@ def programs(selection: Selection) -> Sequence[ZooProgram]:
 
 def _program(info: Any, selection: Selection, torch_version: str, sample: int | None) -> ZooProgram:
     training = selection.flavour == "train"
-    text = TEMPLATE.format(what="every module input" if sample is None else f"module input {sample}", name=info.name, mode=selection.flavour,
-                           torch=torch_version, pattern=f"modules:{selection.flavour}:{info.name}", training=training, samples="None" if sample is None else f"[{sample}]")
+    text = TEMPLATE.format(
+        what="every module input" if sample is None else f"module input {sample}",
+        name=info.name,
+        mode=selection.flavour,
+        torch=torch_version,
+        pattern=f"modules:{selection.flavour}:{info.name}",
+        training=training,
+        samples="None" if sample is None else f"[{sample}]",
+    )
     data = {"module": info.name, "mode": selection.flavour} | ({} if sample is None else {"sample": sample})
     parts = None if sample is not None else partial(_parts, info, selection, torch_version)
-    options = {"timeout_s": 900.0} if sample is None else {}  # one compile for every input of a module; one input alone: the default
-    return ZooProgram(info.name if sample is None else f"{info.name}--input{sample}", text, harness_rule(), options, data, parts)
+    options = (
+        {"timeout_s": 900.0} if sample is None else {}
+    )  # one compile for every input of a module; one input alone: the default
+    return ZooProgram(
+        info.name if sample is None else f"{info.name}--input{sample}", text, harness_rule(), options, data, parts
+    )
 
 
 def _parts(info: Any, selection: Selection, torch_version: str) -> Sequence[ZooProgram]:
     import torch
 
     try:
-        count = len(info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=False, training=selection.flavour == "train"))
+        count = len(
+            info.module_inputs_func(
+                info, device="cpu", dtype=torch.float32, requires_grad=False, training=selection.flavour == "train"
+            )
+        )
     except Exception as exc:
         raise ZooError(f"{info.name}: its module inputs cannot be made ({type(exc).__name__}: {exc})") from None
     return [_program(info, selection, torch_version, i) for i in range(count)]

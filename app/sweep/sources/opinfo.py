@@ -19,14 +19,19 @@ which PyTorch's test never runs), fp16 or fp32; the samples are op_db's own for 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 from app.sweep.pytorch_check import OPINFO, AccuracyRule, PyTorchReference
 from app.sweep.sources import opinfo_lists
 from app.sweep.sources.base import Selection, Source, ZooError, ZooProgram, missing, pick
 
-DTYPES = {"bf16": ("bfloat16", "bf16"), "fp16": ("float16", "f16"), "fp32": ("float32", "f32")}  # flavour -> (torch name, the test's short name)
+DTYPES = {
+    "bf16": ("bfloat16", "bf16"),
+    "fp16": ("float16", "f16"),
+    "fp32": ("float32", "f32"),
+}  # flavour -> (torch name, the test's short name)
 TIMEOUT_S = 900.0  # one compile for every sample of an op, and its re-checks: a few ops take minutes
 # at most this many samples per program: compiling grows with the graph (max_pool1d's 864 samples took 276 s, 0.3 s
 # each), and an op's whole program that times out loses every sample; 19 of 551 ops have more in bf16
@@ -79,8 +84,14 @@ def programs(selection: Selection) -> Sequence[ZooProgram]:
     dtype = getattr(torch, dtype_name)
     # jiterator ops list CPU dtypes in op_db but raise on CPU ("only supported on CUDA and ROCm"): every sample
     # would be a job that ends in eager's error, 45 of them in a bf16 sweep
-    ops = {key_of(op): op for op in _op_db() if dtype in op.supported_dtypes("cpu") and not op.name.startswith("jiterator_")}
-    wanted = pick(list(ops), selection.items, f"op_db op with {selection.flavour} on CPU") if selection.items else list(ops)
+    ops = {
+        key_of(op): op
+        for op in _op_db()
+        if dtype in op.supported_dtypes("cpu") and not op.name.startswith("jiterator_")
+    }
+    wanted = (
+        pick(list(ops), selection.items, f"op_db op with {selection.flavour} on CPU") if selection.items else list(ops)
+    )
     found = []
     for key in wanted:
         op = ops[key]
@@ -91,8 +102,10 @@ def programs(selection: Selection) -> Sequence[ZooProgram]:
         if count <= CHUNK:
             found.append(_program(op, key, selection, dtype_name, short, torch.__version__))
         else:  # max_pool2d has 1,440 samples: one graph of them all compiles for minutes, and past the timeout loses all
-            found.extend(_program(op, key, selection, dtype_name, short, torch.__version__, range(a, min(a + CHUNK, count)))
-                         for a in range(0, count, CHUNK))
+            found.extend(
+                _program(op, key, selection, dtype_name, short, torch.__version__, range(a, min(a + CHUNK, count)))
+                for a in range(0, count, CHUNK)
+            )
     return found
 
 
@@ -106,7 +119,10 @@ def decorations(op: Any, dtype_name: str) -> tuple[list[str], tuple[float, float
     found: list[str] = []
     tolerance = None
     for info in getattr(op, "decorators", ()):
-        if getattr(info, "cls_name", None) != "TestInductorOpInfo" or getattr(info, "test_name", None) not in (None, "test_comprehensive"):
+        if getattr(info, "cls_name", None) != "TestInductorOpInfo" or getattr(info, "test_name", None) not in (
+            None,
+            "test_comprehensive",
+        ):
             continue
         if getattr(info, "device_type", None) not in (None, "cpu") or not getattr(info, "active_if", True):
             continue
@@ -125,39 +141,71 @@ def decorations(op: Any, dtype_name: str) -> tuple[list[str], tuple[float, float
     return found, tolerance
 
 
-def _program(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str,
-             samples: range | None = None, sample: int | None = None) -> ZooProgram:
+def _program(
+    op: Any,
+    key: str,
+    selection: Selection,
+    dtype_name: str,
+    short: str,
+    torch_version: str,
+    samples: range | None = None,
+    sample: int | None = None,
+) -> ZooProgram:
     """Every sample of the op (`samples` None), a chunk of them, or one `sample` alone (a part)."""
     lists = opinfo_lists.entries(key)
     rtol, atol, values = opinfo_lists.tolerances(key, short)
     decorated, override = decorations(op, dtype_name)
-    if override is not None:  # assertEqual takes the larger of the test's tolerance (or its default) and op_db's override
+    if (
+        override is not None
+    ):  # assertEqual takes the larger of the test's tolerance (or its default) and op_db's override
         default_rtol, default_atol = opinfo_lists.ASSERT_DEFAULTS.get(short, (0.0, 0.0))
-        rtol, atol = max(default_rtol if rtol is None else rtol, override[0]), max(default_atol if atol is None else atol, override[1])
+        rtol, atol = (
+            max(default_rtol if rtol is None else rtol, override[0]),
+            max(default_atol if atol is None else atol, override[1]),
+        )
     if sample is not None:
         what, chosen, name = f"sample {sample}", f"[{sample}]", f"{key}--sample{sample}"
     elif samples is not None:
-        what, chosen, name = f"samples {samples.start}-{samples.stop - 1}", repr(samples), f"{key}--samples{samples.start}-{samples.stop - 1}"
+        what, chosen, name = (
+            f"samples {samples.start}-{samples.stop - 1}",
+            repr(samples),
+            f"{key}--samples{samples.start}-{samples.stop - 1}",
+        )
     else:
         what, chosen, name = "every sample", "None", key
     text = TEMPLATE.format(
-        what=what, key=key, dtype=dtype_name, torch=torch_version, pattern=f"opinfo:{selection.flavour}:{key}",
+        what=what,
+        key=key,
+        dtype=dtype_name,
+        torch=torch_version,
+        pattern=f"opinfo:{selection.flavour}:{key}",
         lists=("; ".join(lists) if lists else "not in its skip, expected-failure or one-sample lists")
         + ("" if short in opinfo_lists.TESTED_DTYPES else f"; it never runs {dtype_name}"),
-        name=op.name, variant=op.variant_test_name, samples=chosen,
+        name=op.name,
+        variant=op.variant_test_name,
+        samples=chosen,
     )
-    info: dict[str, Any] = {"op": key, "dtype": dtype_name, "pytorch_lists": lists + decorated, "pytorch_tests_dtype": short in opinfo_lists.TESTED_DTYPES}
+    info: dict[str, Any] = {
+        "op": key,
+        "dtype": dtype_name,
+        "pytorch_lists": lists + decorated,
+        "pytorch_tests_dtype": short in opinfo_lists.TESTED_DTYPES,
+    }
     if sample is not None:
         info["sample"] = sample
     elif samples is not None:
         info["samples"] = [samples.start, samples.stop]
-    parts = None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version, samples)
+    parts = (
+        None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version, samples)
+    )
     chosen_samples: Sequence[int] | None = [sample] if sample is not None else samples
     reference = partial(pytorch_reference, key, dtype_name, chosen_samples)
     # one sample alone is a check like any other: the engine's default limit, so that an op whose every sample hangs
     # costs its samples minutes, not hours
     options = {"timeout_s": TIMEOUT_S} if sample is None else {}
-    return ZooProgram(name, text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values), options, info, parts, reference)
+    return ZooProgram(
+        name, text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values), options, info, parts, reference
+    )
 
 
 def _count(op: Any, key: str, dtype_name: str) -> int:
@@ -169,7 +217,9 @@ def _count(op: Any, key: str, dtype_name: str) -> int:
         raise ZooError(f"{key}: its samples cannot be made ({type(exc).__name__}: {exc})") from None
 
 
-def _parts(op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str, samples: range | None) -> Sequence[ZooProgram]:
+def _parts(
+    op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str, samples: range | None
+) -> Sequence[ZooProgram]:
     """One program per sample, for a program that ended in an error as a whole."""
     chosen = samples if samples is not None else range(_count(op, key, dtype_name))
     return [_program(op, key, selection, dtype_name, short, torch_version, sample=i) for i in chosen]
@@ -213,7 +263,10 @@ def pytorch_reference(key: str, dtype_name: str, chosen: Sequence[int] | None) -
             seeded.add(f"sample[{i}]")
             continue
         again_args, again_kwargs = _clones(args), _clones(kwargs)
-        upcast_args, upcast_kwargs = [_upcast(a) for a in _clones(args)], {k: _upcast(v) for k, v in _clones(kwargs).items()}
+        upcast_args, upcast_kwargs = (
+            [_upcast(a) for a in _clones(args)],
+            {k: _upcast(v) for k, v in _clones(kwargs).items()},
+        )
         try:
             again = op.op(*again_args, **again_kwargs)
             upcast = op.op(*upcast_args, **upcast_kwargs)
@@ -226,7 +279,9 @@ def pytorch_reference(key: str, dtype_name: str, chosen: Sequence[int] | None) -
         eager.update(_named(f"{inputs}[0]", again_args))
         values.update(_named(f"{inputs}[0]", upcast_args))
         uncompared.update(name for name, _ in _named(f"{inputs}[1]", again_kwargs))
-    return PyTorchReference(values, eager, frozenset(seeded), frozenset(uncompared), "eager on fp32-upcast inputs, as the test")
+    return PyTorchReference(
+        values, eager, frozenset(seeded), frozenset(uncompared), "eager on fp32-upcast inputs, as the test"
+    )
 
 
 def _draws_random(op: Any, args: list[Any], kwargs: dict[str, Any]) -> bool:
@@ -247,7 +302,9 @@ def _draws_random(op: Any, args: list[Any], kwargs: dict[str, Any]) -> bool:
     fake = FakeTensorMode()
     seeded = Seeded()
     try:
-        fake_args, fake_kwargs = tree_map(lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t, (args, kwargs))
+        fake_args, fake_kwargs = tree_map(
+            lambda t: fake.from_tensor(t) if isinstance(t, torch.Tensor) else t, (args, kwargs)
+        )
         with seeded, fake:
             op.op(*fake_args, **fake_kwargs)
     except Exception:  # the test stops at a data-dependent output, keeping what it saw so far
@@ -265,7 +322,9 @@ def _clones(value: Any) -> Any:
 def _upcast(value: Any) -> Any:
     import torch
 
-    return value.float() if isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16) else value
+    return (
+        value.float() if isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16) else value
+    )
 
 
 def _named(path: str, value: Any) -> list[tuple[str, Any]]:

@@ -14,7 +14,8 @@ overrides) ship with torch and are read from it (app.sweep.sources.opinfo.decora
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 SOURCE = "pytorch/pytorch test/inductor/test_torchinductor_opinfo.py @ a75d35a5"
 TESTED_DTYPES = ("f16", "f32", "f64", "i32", "i64", "b8")
@@ -115,7 +116,12 @@ OVERRIDES: Mapping[tuple[str, str | None], Mapping[str, Any]] = {
 # the test's own tolerances where no override applies (_get_tolerances): fp32 only; others assertEqual's defaults
 DEFAULT_TOLERANCES: Mapping[str, tuple[float, float]] = {"f32": (1.3e-5, 1.5e-5)}  # (rtol, atol)
 # assertEqual's (torch.testing's) defaults by dtype, which an op_db toleranceOverride can only raise
-ASSERT_DEFAULTS: Mapping[str, tuple[float, float]] = {"bf16": (1.6e-2, 1e-5), "f16": (1e-3, 1e-5), "f32": (1.3e-6, 1e-5), "f64": (1e-7, 1e-7)}
+ASSERT_DEFAULTS: Mapping[str, tuple[float, float]] = {
+    "bf16": (1.6e-2, 1e-5),
+    "f16": (1e-3, 1e-5),
+    "f32": (1.3e-6, 1e-5),
+    "f64": (1e-7, 1e-7),
+}
 
 
 def tolerances(op_name: str, dtype: str) -> tuple[float | None, float | None, bool]:
