@@ -11,7 +11,7 @@ an address-space limit on CPU, must allow), each stage's seconds and the verdict
     python benchmarks/check_memory.py [NAME ...] [--tree DIR] [--memory-mb M] [--timeout S]
 
 `--tree DIR` checks with another checkout's engine (a `git archive` of an older commit): the before/after
-figures in README's "What a check costs" come from this script run on both. Run one program at a time on a
+figures in docs/figures/check-cost.md ("Memory") come from this script run on both. Run one program at a time on a
 quiet machine, with nothing else big running.
 """
 

@@ -11,7 +11,7 @@ emulate_precision_casts), one fresh Inductor cache, four checks in one warm work
 
 It prints each check's seconds, its compile seconds (the `compiling` stage and any re-check), and, where the
 engine reports compile phases, how many graphs came from the cache. Run it with `PYTHONPATH=<other checkout>`
-for another engine's figures (README's "What a check costs" has both).
+for another engine's figures (docs/figures/check-cost.md has both).
 
     python benchmarks/compile_reuse.py [--program FILE]
 """

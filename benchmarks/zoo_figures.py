@@ -1,4 +1,4 @@
-"""The figures of a zoo sweep, as the README quotes them: jobs, time, memory, verdicts, PyTorch's check beside.
+"""The figures of a zoo sweep, as docs/figures/zoo-findings.md quotes them: jobs, time, memory, verdicts, PyTorch's check beside.
 
 Reads a sweep's state file (nothing runs) and prints, in Markdown: the jobs, their checked samples (leaves)
 and wall time; seconds and peak memory per job (median, 90th percentile, max, and the slowest jobs); our

@@ -1,4 +1,4 @@
-"""Live objects, the pytest helper, the Jupyter summary, `divergence export`, and README's examples."""
+"""Live objects, the pytest helper, the Jupyter summary, `divergence export`, and the documented examples."""
 
 from __future__ import annotations
 
@@ -80,9 +80,22 @@ def test_export_writes_tlparse_environment_repro_and_issue(check, runner, tmp_pa
     assert "torch.compile" in (tmp_path / "export" / "repro.py").read_text()  # the self-checking harness
 
 
+def _examples() -> list[tuple[str, str]]:
+    """Every `<!-- example -->` Python block of README.md and the manual's pages, as (where, code)."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return [
+        (f"{page.relative_to(REPO)} example {i}", code)
+        for page in pages
+        for i, code in enumerate(re.findall(r"<!-- example -->\n```python\n(.*?)```", page.read_text(), re.S))
+    ]
+
+
+def test_the_examples_are_found() -> None:
+    where = [name for name, _ in _examples()]
+    assert "README.md example 0" in where and "docs/integration.md example 1" in where, where
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(2))
-def test_readme_examples_run(index, divergence_home):
-    blocks = re.findall(r"<!-- example -->\n```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
-    assert len(blocks) == 2
-    exec(compile(blocks[index], f"README example {index}", "exec"), {})
+@pytest.mark.parametrize(("where", "code"), _examples(), ids=[name for name, _ in _examples()])
+def test_documented_examples_run(where, code, divergence_home):
+    exec(compile(code, where, "exec"), {})

@@ -236,7 +236,7 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"Divergence Explorer: http://{host}:{port}", flush=True)
     if address in ("127.0.0.1", "localhost", "::1"):
         print(
-            f"  bound to {address} only: other machines cannot reach it (--address 0.0.0.0 shares it; see README on what is isolated)",
+            f"  bound to {address} only: other machines cannot reach it (--address 0.0.0.0 shares it; see docs/running.md on what is isolated)",
             flush=True,
         )
     else:

@@ -157,7 +157,7 @@ class RayPool:
             self.close()
             raise RayUnavailable(
                 f"the Ray actors did not start ({type(exc).__name__}: {_first_line(exc)}); every node needs divergence-explorer "
-                "installed in the Python that Ray runs (README: 'A sweep on a multi-GPU Ray cluster')"
+                "installed in the Python that Ray runs (docs/ray.md: 'A sweep on a multi-GPU Ray cluster')"
             ) from None
         nodes = len({w.split(" pid ")[0] for w in where})
         self.description = (

@@ -6,7 +6,7 @@ What it does, each step best-effort and reported:
 - a cap on processes through a pids cgroup (a fork bomb stops at the cap),
 - no network: a fresh, empty network namespace,
 - writes only below the run directory, the compile caches and /dev, through Landlock.
-Reads are not confined: torch needs the interpreter's whole tree, so the README says so.
+Reads are not confined: torch needs the interpreter's whole tree, so the manual says so (docs/running.md).
 """
 
 from __future__ import annotations
