@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -76,6 +77,13 @@ def test_the_paths_the_manual_names_exist() -> None:
     )
     assert missing == []
     assert _named_paths("see `engine/no_such.py` and `app/web/`") == {"engine/no_such.py", "app/web/"}
+
+
+def test_the_layout_page_explains_every_import_contract() -> None:
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layout = (REPO / "docs" / "layout.md").read_text()
+    unexplained = [contract["name"] for contract in contracts if contract["name"] not in layout]
+    assert len(contracts) >= 7 and unexplained == []
 
 
 def _docs_pages_module():
