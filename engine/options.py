@@ -11,7 +11,7 @@ BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 CAST_DTYPES = ("bf16", "fp16")
 # input derivations a probe may ask the worker to apply (engine/child/derive.py implements them)
-INPUT_PROBES = ("special", "transposed", "noncontiguous", "expanded", "offset", "odd_sizes")
+INPUT_PROBES = ("special", "transposed", "noncontiguous", "channels_last", "expanded", "offset", "odd_sizes")
 # localization tasks run in the worker after the check (engine/child/bisect.py, engine/child/intermediates.py)
 LOCALIZE_TASKS = ("bisect", "intermediates")
 

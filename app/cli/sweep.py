@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=V1,V2",
         help="an axis of options (repeatable; every combination is a job): device, backend, mode, dynamic, fullgraph, "
-        "dtype, strict, backward, seeds, fallback_random, emulate_precision_casts or config.NAME; `none` leaves one unset",
+        "dtype, strict, backward, seeds, derive (special, noncontiguous, channels_last, ...), configs (presets: "
+        "freezing, cpp_wrapper, max_autotune, no_simd, ...), fallback_random, emulate_precision_casts or config.NAME; "
+        "`none` leaves one unset",
     )
     parser.add_argument(
         "-j",

@@ -1,8 +1,10 @@
 """The option matrix of a sweep: `KEY=V1,V2` axes multiplied into one set of check options per combination.
 
 Keys are the check options that change what is compiled or judged (device, backend, mode, dynamic,
-fullgraph, dtype, strict, backward, seeds) and `config.NAME` for any Inductor config entry;
-`fallback_random` and `emulate_precision_casts` are shorthands for their `config.` forms. `none` (or
+fullgraph, dtype, strict, backward, seeds, derive: the inputs re-derived as a probe re-derives them, with
+special values or in another layout; engine/child/derive.py) and `config.NAME` for any Inductor config entry;
+`fallback_random` and `emulate_precision_casts` are shorthands for their `config.` forms, and `configs`
+names presets of Inductor config entries users turn on (app.sweep.presets: freezing, cpp_wrapper, ...). `none` (or
 `default`) leaves an option unset, so the program's own compile_kwargs or torch's default apply.
 """
 
@@ -14,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
+from app.sweep.presets import PRESETS, preset
+from engine.options import BACKENDS, CAST_DTYPES, INPUT_PROBES, MODES, CheckOptions, OptionsError
 
 CONFIG_PREFIX = "config."
 CONFIG_SHORTHANDS = ("fallback_random", "emulate_precision_casts")
@@ -31,7 +34,10 @@ _CHOICES: dict[str, tuple[tuple[str, ...] | None, bool]] = {
     "strict": (None, False),
     "backward": (None, False),
     "seeds": (None, False),
+    "derive": (INPUT_PROBES, True),
+    "configs": (tuple(p.name for p in PRESETS), False),
 }
+_OPTION_NAMES = {"derive": "derive_inputs"}  # a matrix key -> its CheckOptions field, where they differ
 KEYS = tuple(_CHOICES) + CONFIG_SHORTHANDS
 
 
@@ -62,8 +68,10 @@ class Cell:
         for key, value in self.values:
             if key.startswith(CONFIG_PREFIX):
                 config[key[len(CONFIG_PREFIX) :]] = value
+            elif key == "configs":
+                config.update(preset(value).entries)
             else:
-                data[key] = value
+                data[_OPTION_NAMES.get(key, key)] = value
         data["inductor_config"] = config
         try:
             return CheckOptions.from_json(data)

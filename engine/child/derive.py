@@ -98,6 +98,16 @@ def _noncontiguous(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor 
     return view
 
 
+def _channels_last(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
+    """Same values, channels-last memory (NHWC for 4-d, NDHWC for 5-d): what a vision model's tensors are
+    after `model.to(memory_format=torch.channels_last)`, and what Inductor's layout choices must respect."""
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    memory_format = formats.get(t.dim())
+    if memory_format is None or t.numel() == 0 or t.is_contiguous(memory_format=memory_format):
+        return None  # another rank, or strides that are channels-last already (one channel, 1x1 images)
+    return t.contiguous(memory_format=memory_format)
+
+
 def _expanded(t: torch.Tensor, generator: torch.Generator) -> torch.Tensor | None:
     """The first slice along dimension 0 broadcast over it (stride 0): values repeat, memory is shared."""
     if t.dim() < 1 or t.shape[0] < 2:
@@ -151,6 +161,7 @@ _TRANSFORMS: dict[str, Callable[[torch.Tensor, torch.Generator], torch.Tensor | 
     "special": _special,
     "transposed": _transposed,
     "noncontiguous": _noncontiguous,
+    "channels_last": _channels_last,
     "expanded": _expanded,
     "offset": _offset,
 }
@@ -159,6 +170,7 @@ _WHY_NOT = {
     "special": "no floating-point tensor input to put special values into",
     "transposed": "no input with two dimensions longer than one to transpose",
     "noncontiguous": "no tensor input with two or more elements",
+    "channels_last": "no 4-d or 5-d input whose strides channels-last memory would change",
     "expanded": "no input whose first dimension is longer than one",
     "offset": "no non-empty tensor input",
     "odd_sizes": "no input has an even dimension size to make odd",

@@ -1,7 +1,12 @@
 """`opinfo:[DTYPE][:OPS]`: every sample of PyTorch's own op_db, one program per op.
 
 op_db (torch.testing._internal.common_methods_invocations) describes each op with the samples PyTorch's
-own tests run: on CPU, 551 ops and 15,849 samples in bf16 (torch 2.13). One job per sample would cost
+own tests run: on CPU, 551 ops and 15,849 samples in bf16 (torch 2.13). The flavour is a dtype, optionally
+with the inputs PyTorch's inductor test never gives the compiler (it runs `sample_inputs`, contiguous, one per op):
+`+ref` op_db's reference inputs (236 ops have their own: the samples plus extremal values, NaN, inf, -0.0, large
+and small magnitudes, broadcasting, empty and size-1 dimensions; 13,367 samples in fp32 where the samples are
+1,531), `+noncontig` every sample made non-contiguous as op_db's own consistency tests make it
+(`SampleInput.noncontiguous()`: each tensor a view with gaps, same values). One job per sample would cost
 a compile each (3-4 s, some nine hours for bf16 on two cores); a program here runs every sample of one
 op, so one compile checks them all, and each sample's outputs are leaves of their own (`out['sample[3]']`,
 `out['sample[3]'][0]` for an op that returns a tuple) that our verdict and PyTorch's check judge one by one.
@@ -31,13 +36,21 @@ DTYPES = {
     "bf16": ("bfloat16", "bf16"),
     "fp16": ("float16", "f16"),
     "fp32": ("float32", "f32"),
-}  # flavour -> (torch name, the test's short name)
+}  # flavour's dtype -> (torch name, the test's short name)
+# flavour's input variant -> the expression in a program that makes the samples (`{dtype}` the torch name)
+VARIANTS = {
+    "": 'OP.sample_inputs("cpu", torch.{dtype}, requires_grad=False)',
+    "ref": 'OP.reference_inputs("cpu", torch.{dtype}, requires_grad=False)',
+    "noncontig": '(s.noncontiguous() for s in OP.sample_inputs("cpu", torch.{dtype}, requires_grad=False))',
+}
+VARIANT_WORDS = {"": "", "ref": " (op_db's reference inputs)", "noncontig": " (op_db's samples made non-contiguous)"}
+FLAVOURS = tuple(d + (f"+{v}" if v else "") for v in VARIANTS for d in DTYPES)
 TIMEOUT_S = 900.0  # one compile for every sample of an op, and its re-checks: a few ops take minutes
 # at most this many samples per program: compiling grows with the graph (max_pool1d's 864 samples took 276 s, 0.3 s
 # each), and an op's whole program that times out loses every sample; 19 of 551 ops have more in bf16
 CHUNK = 100
 
-TEMPLATE = '''"""op_db: {what} of `{key}` in {dtype} on CPU, compiled as one program (torch {torch}).
+TEMPLATE = '''"""op_db: {what} of `{key}` in {dtype}{inputs_words} on CPU, compiled as one program (torch {torch}).
 
 Written by `divergence sweep {pattern}`; each sample's outputs are the leaves out['sample[i]'].
 PyTorch's inductor OpInfo test on CPU: {lists}.
@@ -57,7 +70,7 @@ def fn(samples):
 
 def inputs():
     # kwargs travel as inputs, so the fp64 reference, the clones and the mutation checks reach their tensors
-    samples = OP.sample_inputs("cpu", torch.{dtype}, requires_grad=False)
+    samples = {make}
     return ({{f"sample[{{i}}]": ([s.input, *s.args], dict(s.kwargs)) for i, s in enumerate(samples) if SAMPLES is None or i in SAMPLES}},)
 '''
 
@@ -72,6 +85,24 @@ def _op_db() -> Any:
     return op_db
 
 
+def flavour_parts(flavour: str) -> tuple[str, str]:
+    """`fp32+ref` -> ("fp32", "ref"); `bf16` -> ("bf16", "")."""
+    dtype, _, variant = flavour.partition("+")
+    if dtype not in DTYPES or variant not in VARIANTS:
+        raise ZooError(
+            f"opinfo: the flavour is a dtype ({', '.join(DTYPES)}), optionally with +ref or +noncontig, not {flavour!r}"
+        )
+    return dtype, variant
+
+
+def samples_of(op: Any, variant: str, dtype: Any) -> Any:
+    """op_db's samples of this flavour's variant, as its program makes them (VARIANTS)."""
+    if variant == "ref":
+        return op.reference_inputs("cpu", dtype, requires_grad=False)
+    samples = op.sample_inputs("cpu", dtype, requires_grad=False)
+    return (s.noncontiguous() for s in samples) if variant == "noncontig" else samples
+
+
 def key_of(op: Any) -> str:
     """The test's op_name: `name`, or `name.variant`."""
     return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
@@ -80,14 +111,18 @@ def key_of(op: Any) -> str:
 def programs(selection: Selection) -> Sequence[ZooProgram]:
     import torch
 
-    dtype_name, short = DTYPES[selection.flavour]
+    flavour_dtype, variant = flavour_parts(selection.flavour)
+    dtype_name, short = DTYPES[flavour_dtype]
     dtype = getattr(torch, dtype_name)
     # jiterator ops list CPU dtypes in op_db but raise on CPU ("only supported on CUDA and ROCm"): every sample
     # would be a job that ends in eager's error, 45 of them in a bf16 sweep
     ops = {
         key_of(op): op
         for op in _op_db()
-        if dtype in op.supported_dtypes("cpu") and not op.name.startswith("jiterator_")
+        if dtype in op.supported_dtypes("cpu")
+        and not op.name.startswith("jiterator_")
+        # +ref: only the ops with reference inputs of their own (the others' are their samples: the plain sweep)
+        and (variant != "ref" or op.reference_inputs_func is not None)
     }
     wanted = (
         pick(list(ops), selection.items, f"op_db op with {selection.flavour} on CPU") if selection.items else list(ops)
@@ -96,7 +131,7 @@ def programs(selection: Selection) -> Sequence[ZooProgram]:
     for key in wanted:
         op = ops[key]
         try:
-            count = _count(op, key, dtype_name)
+            count = _count(op, key, dtype_name, variant)
         except ZooError:
             count = 0  # its one program ends in the error that says why
         if count <= CHUNK:
@@ -152,6 +187,7 @@ def _program(
     sample: int | None = None,
 ) -> ZooProgram:
     """Every sample of the op (`samples` None), a chunk of them, or one `sample` alone (a part)."""
+    variant = flavour_parts(selection.flavour)[1]
     lists = opinfo_lists.entries(key)
     rtol, atol, values = opinfo_lists.tolerances(key, short)
     decorated, override = decorations(op, dtype_name)
@@ -184,6 +220,8 @@ def _program(
         name=op.name,
         variant=op.variant_test_name,
         samples=chosen,
+        make=VARIANTS[variant].format(dtype=dtype_name),
+        inputs_words=VARIANT_WORDS[variant],
     )
     info: dict[str, Any] = {
         "op": key,
@@ -199,7 +237,7 @@ def _program(
         None if sample is not None else partial(_parts, op, key, selection, dtype_name, short, torch_version, samples)
     )
     chosen_samples: Sequence[int] | None = [sample] if sample is not None else samples
-    reference = partial(pytorch_reference, key, dtype_name, chosen_samples)
+    reference = partial(pytorch_reference, key, dtype_name, chosen_samples, variant)
     # one sample alone is a check like any other: the engine's default limit, so that an op whose every sample hangs
     # costs its samples minutes, not hours
     options = {"timeout_s": TIMEOUT_S} if sample is None else {}
@@ -208,11 +246,11 @@ def _program(
     )
 
 
-def _count(op: Any, key: str, dtype_name: str) -> int:
+def _count(op: Any, key: str, dtype_name: str, variant: str) -> int:
     import torch
 
     try:
-        return sum(1 for _ in op.sample_inputs("cpu", getattr(torch, dtype_name), requires_grad=False))
+        return sum(1 for _ in samples_of(op, variant, getattr(torch, dtype_name)))
     except Exception as exc:  # its samples cannot be made: its program's error will say so
         raise ZooError(f"{key}: its samples cannot be made ({type(exc).__name__}: {exc})") from None
 
@@ -221,11 +259,12 @@ def _parts(
     op: Any, key: str, selection: Selection, dtype_name: str, short: str, torch_version: str, samples: range | None
 ) -> Sequence[ZooProgram]:
     """One program per sample, for a program that ended in an error as a whole."""
-    chosen = samples if samples is not None else range(_count(op, key, dtype_name))
+    variant = flavour_parts(selection.flavour)[1]
+    chosen = samples if samples is not None else range(_count(op, key, dtype_name, variant))
     return [_program(op, key, selection, dtype_name, short, torch_version, sample=i) for i in chosen]
 
 
-def pytorch_reference(key: str, dtype_name: str, chosen: Sequence[int] | None) -> PyTorchReference:
+def pytorch_reference(key: str, dtype_name: str, chosen: Sequence[int] | None, variant: str = "") -> PyTorchReference:
     """The inductor OpInfo test's own reference for a program's samples, by leaf name.
 
     The samples are made again here as the check made them (op_db's generator after the engine's seeding of
@@ -249,7 +288,7 @@ def pytorch_reference(key: str, dtype_name: str, chosen: Sequence[int] | None) -
     torch.manual_seed(0)
     random.seed(0)
     numpy.random.seed(0)
-    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    samples = list(samples_of(op, variant, dtype))
     values: dict[str, Any] = {}
     eager: dict[str, Any] = {}
     seeded: set[str] = set()
@@ -344,8 +383,8 @@ def _named(path: str, value: Any) -> list[tuple[str, Any]]:
 
 SOURCE = Source(
     prefix="opinfo",
-    summary="every sample of PyTorch's op_db, one program per op: opinfo:[bf16|fp16|fp32][:OP,...]",
-    flavours=tuple(DTYPES),
+    summary="every sample of PyTorch's op_db, one program per op: opinfo:[bf16|fp16|fp32][+ref|+noncontig][:OP,...]",
+    flavours=FLAVOURS,
     programs=programs,
     needs="expecttest",
 )

@@ -1,0 +1,100 @@
+"""The axes a zoo sweep varies beyond PyTorch's own inductor test: op_db's reference and non-contiguous inputs,
+inputs re-derived (special values, channels-last), Inductor config presets users turn on."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+import torch
+
+from app.sweep.matrix import MatrixError, cells, parse_axis
+from app.sweep.orchestrator import SweepConfig, run_sweep
+from app.sweep.presets import PRESETS
+from app.sweep.progress import SweepProgress
+from app.sweep.sources.base import ZooError
+from app.sweep.sources.registry import parse
+from engine.child.derive import NotApplicable, derive
+
+pytest.importorskip("expecttest")
+
+
+def _programs(pattern: str):
+    found, selection = parse(pattern)
+    return found.programs(selection)
+
+
+def test_configs_and_derive_are_axes_whose_values_reach_the_check_options() -> None:
+    configs = parse_axis("configs=default,freezing,no_simd")
+    derived = parse_axis("derive=none,channels_last,special")
+    combos = cells((configs, derived))
+    assert len(combos) == 9
+    by_label = {c.label: c.apply({"inductor_config": {"fallback_random": True}}) for c in combos}
+    frozen = by_label["configs=freezing derive=channels_last"]
+    assert frozen.inductor_config == {"fallback_random": True, "freezing": True}
+    assert frozen.derive_inputs == "channels_last"
+    assert by_label["configs=no_simd derive=none"].inductor_config == {"fallback_random": True, "cpp.simdlen": 1}
+    assert by_label["configs=default derive=special"].inductor_config == {"fallback_random": True}
+    assert {p.name for p in PRESETS} >= {"freezing", "cpp_wrapper", "max_autotune", "coordinate_descent"}
+    with pytest.raises(MatrixError, match="expected one of default, freezing"):
+        parse_axis("configs=freezng")
+    with pytest.raises(MatrixError, match="channels_last"):
+        parse_axis("derive=channel_last")
+
+
+def test_channels_last_derivation_changes_strides_not_values() -> None:
+    x, bias = torch.randn(2, 3, 4, 5), torch.randn(3)
+    y, same_bias = derive("channels_last", (x, bias), seed=0)
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    assert torch.equal(x, y) and same_bias is bias
+    (z,) = derive("channels_last", (torch.randn(1, 2, 3, 4, 5),), seed=0)
+    assert z.is_contiguous(memory_format=torch.channels_last_3d)
+    with pytest.raises(NotApplicable, match="4-d or 5-d"):
+        derive("channels_last", (torch.randn(4, 4), torch.randn(2, 1, 3, 3)[:, :1]), seed=0)
+
+
+def test_opinfo_flavours_give_reference_and_noncontiguous_inputs(tmp_path: Path) -> None:
+    (ref,) = _programs("opinfo:fp32+ref:sinc")
+    (plain,) = _programs("opinfo:fp32:sinc")
+    (noncontig,) = _programs("opinfo:fp32+noncontig:sinc")
+    ns = {}
+    for name, program in (("ref", ref), ("plain", plain), ("noncontig", noncontig)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(program.source)
+        ns[name] = runpy.run_path(str(path))["inputs"]()[0]
+    # op_db's reference inputs hold the samples and more: extremal values among them
+    assert len(ns["ref"]) > len(ns["plain"])
+    values = torch.cat([args[0].flatten() for args, _ in ns["ref"].values()])
+    assert values.isnan().any() and values.isinf().any()
+    tensors = [args[0] for args, _ in ns["noncontig"].values() if args[0].numel() > 1]
+    assert tensors and not any(t.is_contiguous() for t in tensors)
+    assert "reference inputs" in ref.source and "non-contiguous" in noncontig.source
+    # +ref lists only the ops with reference inputs of their own: the others' would repeat the plain sweep
+    with pytest.raises(ZooError, match="unknown op_db op"):
+        _programs("opinfo:fp32+ref:nn.functional.dropout")
+    with pytest.raises(ZooError, match="takes bf16"):
+        parse("opinfo:fp32+grad")
+
+
+def test_a_sweep_under_a_preset_compiles_with_its_entries(tmp_path: Path) -> None:
+    """A real sweep: the no_simd preset reaches Inductor, whose C++ kernel then has no vector loads."""
+    program = tmp_path / "relu.py"
+    program.write_text(
+        "import torch\n\ndef fn(x):\n    return torch.relu(x) * 2\n\ndef inputs():\n    return (torch.randn(4, 64),)\n"
+    )
+    summary = run_sweep(
+        SweepConfig(
+            paths=(str(program),),
+            axes=(parse_axis("configs=default,no_simd"),),
+            sweep_dir=tmp_path / "sweep",
+            slots=1,
+        ),
+        SweepProgress(quiet=True),
+    )
+    codes = {}
+    for row in summary.jobs:
+        assert row.verdict == "match", row
+        codes[row.label] = "\n".join((Path(row.run_dir) / "result.json").read_text().split("\\n"))
+    assert "at::vec::Vectorized" in codes["configs=default"]
+    assert "at::vec::Vectorized" not in codes["configs=no_simd"]
