@@ -1,0 +1,97 @@
+"""The oracle's calibration/evaluation split is frozen: a change of salt, share or program names fails here.
+
+benchmarks/oracle_split.py chose the split by a hash before any threshold of issue #31 moved; every figure
+reported on the evaluation part assumes these groups were never tuned on.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+from oracle_split import Part, family_group, part  # noqa: E402
+from ordinary_programs import ordinary_programs  # noqa: E402
+
+EVALUATION = {
+    # ordinary programs (benchmarks/ordinary_programs.py)
+    "attention sdpa",
+    "batch norm",
+    "conv module",
+    "mlp",
+    "pointwise elu",
+    "pointwise erf",
+    "pointwise exp",
+    "pointwise log1p",
+    "pointwise rsqrt",
+    "pointwise silu",
+    "pointwise softplus",
+    "prenorm block",
+    "rmsnorm",
+    # one-ULP fault families (benchmarks/oracle_corpus.py), dtype as <dt>
+    "<dt> MLP, weights fake-quantised to <dt>, rounding skipped",
+    "block -> hinge relu(0.7 - h) (<dt>)",
+    "block -> softplus(h) + 0.3 (<dt>)",
+    "block, layer-scaled residual add(x, h, alpha=0.3) (<dt>)",
+    "event encoder, phase remainder(t, 0.7) (<dt>)",
+    "image img ** 2.2 -> conv net (<dt>)",
+    "time buckets, t // 0.1 as floor(t / 0.1) (<dt> encoder, <dt> times)",
+    "variance head softplus as log(1 + exp(h)) (<dt>)",
+    # transformers models
+    "transformers GPT-2",
+    "transformers BERT",
+    "transformers ViT",
+}
+CALIBRATION = {
+    "attention written out",
+    "conv global weight",
+    "group norm",
+    "layer norm",
+    "linear",
+    "log_softmax",
+    "matmul",
+    "pointwise gelu",
+    "pointwise gelu tanh",
+    "pointwise tanh",
+    "softmax",
+    "transformer encoder layer",
+    "<dt> MLP, activations fake-quantised to <dt>, rounding skipped",
+    "event encoder, phase fmod(t, 0.7) (<dt>)",
+    "image (img - 0.45) / 0.226 -> conv net (<dt>)",
+    "llama block, RMS scale rounded to <dt> (added)",
+    "llama block, softmax exp rounded to <dt> (added)",
+    "lookup-table activation, last segment index off by one (<dt>)",
+    "sigmoid gate as 1 - sigmoid(-x) (<dt>)",
+    "time buckets, edge ties off by one (<dt>)",
+    "attention probabilities below <dt>'s normal range flushed to zero (<dt>)",
+    "attention dropout, probabilities flushed to zero (<dt>, fallback_random)",
+    "dropout, softplus as log(1 + exp(h)) (<dt>, fallback_random)",
+    "llama block, attention dropout, RMS scale rounded (<dt>, fallback_random)",
+    "llama block, centred norm's mean rounded to <dt> (added)",
+    "noisy input, dropout, x - 0.45 (<dt>, fallback_random)",
+    "transformers Llama",
+}
+
+
+def test_every_group_keeps_its_part() -> None:
+    assert {g for g in EVALUATION if part(g) is not Part.EVALUATION} == set()
+    assert {g for g in CALIBRATION if part(g) is not Part.CALIBRATION} == set()
+
+
+def test_every_ordinary_program_is_in_a_recorded_group() -> None:
+    groups = {p.group for p in ordinary_programs()}
+    assert groups <= EVALUATION | CALIBRATION
+
+
+def test_every_family_program_is_in_a_recorded_group() -> None:
+    import oracle_corpus
+
+    groups = {family_group(fault.name) for fault, _ in oracle_corpus.one_ulp_cases()}
+    assert groups <= EVALUATION | CALIBRATION
+
+
+def test_a_family_program_its_twin_and_its_dtypes_share_a_group() -> None:
+    a = family_group("event encoder, phase remainder(t, 0.7) (bf16)")
+    assert a == family_group("event encoder, phase remainder(t, 0.7) (fp16), clean")
+    assert part(a) is Part.EVALUATION
