@@ -18,6 +18,7 @@ _COLOURS = {
     "benign": "#558b2f",
     "precision-cast": "#f9a825",
     "rng": "#7e57c2",
+    "eager-inaccurate": "#0277bd",
     "divergent": "#c62828",
     "error": "#6a1b9a",
 }

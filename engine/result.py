@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from engine import arrays as stored_arrays
-from engine.judge.verdicts import ErrorKind, LeafKind, Symptom, Verdict, Witness
+from engine.judge.evidence import Fallback, Test
+from engine.judge.verdicts import ErrorKind, LeafKind, Nearer, Symptom, Verdict, Witness
 from engine.judge.witness import ScalarRounding  # noqa: F401  (stored in results; defined beside the faithful reference)
 from engine.options import CheckOptions
 from engine.provenance import Provenance
@@ -64,6 +65,11 @@ class LeafResult:
     reference_value: str | None = None  # the fp64 reference at the worst element, where there is one
     arrays: str | None = None  # key of its arrays and/or summary in engine.arrays, when stored
     witness: Witness | None = None  # what decided the value verdict (engine.judge.verdicts.Witness)
+    nearer: Nearer | None = None  # which side is nearer the exact value (None: no reference, or bit-identical)
+    tests: tuple[Test, ...] = ()  # the element rule's tests of a bf16/fp16 value (engine.judge.family weighs them)
+    # what the leaf is when the check's false-alarm budget keeps none of its element tests (engine.judge.family):
+    # set only on a leaf the element rule alone made divergent
+    fallback: Fallback | None = None
 
     @property
     def structural(self) -> bool:
@@ -202,7 +208,7 @@ def _to_jsonable(value: Any) -> Any:
         return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Provenance):
         return value.to_json()
-    if isinstance(value, (Verdict, ErrorKind, Symptom, LeafKind, Witness)):
+    if isinstance(value, (Verdict, ErrorKind, Symptom, LeafKind, Witness, Nearer)):
         return value.value
     if isinstance(value, (list, tuple)):
         return [_to_jsonable(v) for v in value]
@@ -251,6 +257,13 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
         "eager_ref_max": _float,
         "compiled_ref_max": _float,
         "witness": Witness,
+        "nearer": Nearer,
+        "tests": lambda raw: tuple(
+            Test(t["name"], float(t["log10p"]), int(t["multiplicity"]), bool(t["effect"])) for t in raw
+        ),
+        "fallback": lambda raw: Fallback(
+            Verdict(raw["verdict"]), raw["explanation"], Nearer(raw["nearer"]) if raw["nearer"] else None
+        ),
     },
     ErrorInfo: {"kind": ErrorKind},
     Kernel: {},

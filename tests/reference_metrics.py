@@ -92,6 +92,9 @@ def compare_values(
         return None if t is None or worst_flat is None else repr(t.reshape(-1)[worst_flat].item())
 
     counts = element_counts(eager, compiled, ref) if ref is not None and eager.dtype in LOW_PRECISION else None
+    sides: tuple[int | None, int | None] = (None, None)
+    if ref is not None:
+        sides = _special_sides(e64, c64, ref, nan_mismatch | inf_mismatch | signed_zero)
     metrics = ValueMetrics(
         numel=numel,
         exact_dtype=False,
@@ -110,6 +113,8 @@ def compare_values(
         compiled_value=value_at(compiled),
         ref_value=value_at(ref),
         elements=counts,
+        compiled_right=sides[0],
+        eager_right=sides[1],
         **ref_stats,
     )
     return metrics, arrays
@@ -132,16 +137,26 @@ def correctly_rounded(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor) -> Any:
-    """engine.judge.elements' counts over the whole tensor at once (every row's and column's exact tail, no screening)."""
+    """engine.judge.elements' counts over the whole tensor at once (the floor of the tie band: no float32 twin), its
+    sign-flip tests summed block by block from dense masks rather than chunk by chunk."""
     from engine.judge import elements
+    from engine.judge.evidence import Test
 
     e, c, r = eager.to(torch.float64), compiled.to(torch.float64), ref
     differ = ~bitwise_equal(eager, compiled)
     usable = differ & torch.isfinite(e) & torch.isfinite(c) & torch.isfinite(r)
-    exact = correctly_rounded(torch.where(torch.isfinite(r), r, torch.zeros_like(r)), eager.dtype)
-    k1 = usable & (e == exact) & (c != exact)
-    k2 = usable & (c == exact) & (e != exact)
-    steps = torch.where(k1, (c - r).abs() / elements.spacing(r, eager.dtype), torch.zeros_like(r))
+    safe = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
+    exact = correctly_rounded(safe, eager.dtype)
+    step = elements.spacing(safe, eager.dtype)
+    _, exponent = torch.frexp(safe)
+    width = elements.TIE_FLOOR_ULPS * torch.ldexp(torch.ones_like(r), exponent.to(torch.int64).clamp(min=-125) - 24)
+    tie = (step / 2 - (safe - exact).abs()) <= width
+    k1 = usable & (e == exact) & (c != exact) & ~tie
+    k2 = usable & (c == exact) & (e != exact) & ~tie
+    one_exact = usable & ((e == exact) != (c == exact))
+    gap = (c - r).abs() - (e - r).abs()
+    worse, better = usable & (gap > 2 * width), usable & (gap < -2 * width)
+    steps = torch.where(k1, (c - r).abs() / step, torch.zeros_like(r))
     shape = tuple(eager.shape)
     worst = None
     n1, n2 = int(k1.sum()), int(k2.sum())
@@ -154,43 +169,99 @@ def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tenso
             float(r.reshape(-1)[i]),
             float(steps.reshape(-1)[i]),
         )
-    regions = []
-    if n1 and n2 and len(shape) >= 2:
-        last, rows = shape[-1], eager.numel() // shape[-1]
-        share = n1 / (n1 + n2)
-        for axis, dim, enough in (
-            ("row", 1, last >= elements.N_MIN and rows >= 2),
-            ("column", 0, rows >= elements.N_MIN and last >= 2),
-        ):
-            if not enough:
-                continue
-            a = k1.reshape(rows, last).sum(dim).tolist()
-            b = k2.reshape(rows, last).sum(dim).tolist()
-            tails = [
-                (elements.log10_binomial_tail(x, x + y, share) + math.log10(len(a)), i)
-                for i, (x, y) in enumerate(zip(a, b))
-                if x >= elements.N_MIN
-            ]
-            if tails:
-                log10p, i = min(tails)
-                index = _unravel(i, shape[:-1]) if axis == "row" else (i,)
-                size = last if axis == "row" else rows
-                regions.append(elements.Region(axis, index, size, a[i], b[i], len(a), log10p))
+    length = elements.block_length(shape)
+    blocks = -(-eager.numel() // length)
+
+    def per_block(mask: torch.Tensor) -> torch.Tensor:
+        flat = mask.reshape(-1).to(torch.float64)
+        return torch.nn.functional.pad(flat, (0, blocks * length - flat.numel())).reshape(blocks, length).sum(1)
+
+    def hoeffding(x: torch.Tensor) -> float:
+        t, v = float(x.sum()), float((x * x).sum())
+        return -(t * t) / (2 * v) / math.log(10) if t > 0 and v > 0 else 0.0
+
+    up = per_block(k1 & (c > e)) * 2 - per_block(k1) - (per_block(k2 & (e > c)) * 2 - per_block(k2))
+    away = (
+        per_block(k1 & (c.abs() > e.abs())) * 2
+        - per_block(k1)
+        - (per_block(k2 & (e.abs() > c.abs())) * 2 - per_block(k2))
+    )
+    n_up, n_away = int((k1 & (c > e)).sum()), int((k1 & (c.abs() > e.abs())).sum())
+    lean = max(abs(2 * n_up - n1), abs(2 * n_away - n1)) / n1 if n1 else 0.0
+    one_sided = n1 >= elements.N_MIN and n1 >= elements.ONE_SIDED * n2
+    n_worse, n_better = int(worse.sum()), int(better.sum())
+    tests = [
+        Test("exactness", hoeffding(per_block(k1) - per_block(k2)), 1, one_sided),
+        Test(
+            "distance",
+            hoeffding(per_block(worse) - per_block(better)),
+            1,
+            n_worse >= elements.N_MIN and n_worse >= elements.ONE_SIDED * n_better,
+        ),
+        Test(
+            "direction",
+            min(hoeffding(up), hoeffding(-up), hoeffding(away), hoeffding(-away)),
+            4,
+            one_sided and lean >= elements.DIRECTION_SHARE,
+        ),
+    ]
+    column = None
+    if elements.has_columns(shape):
+        last = shape[-1]
+        a = k1.reshape(-1, last).sum(0).to(torch.float64)
+        b = k2.reshape(-1, last).sum(0).to(torch.float64)
+        pairs = list(zip(a.tolist(), b.tolist(), strict=True))
+        tails = [-(max(x - y, 0.0) ** 2) / (2 * max(x + y, 1.0)) / math.log(10) for x, y in pairs]
+        effect = [
+            x >= elements.N_MIN and x >= elements.ONE_SIDED * y and x * n2 >= elements.ONE_SIDED * y * n1
+            for x, y in pairs
+        ]
+        with_effect = [t for t, ok in zip(tails, effect, strict=True) if ok]
+        tests.append(
+            Test("column", min(with_effect), last, True) if with_effect else Test("column", min(tails), last, False)
+        )
+        if n1:
+            i = min(range(last), key=lambda j: (not effect[j], tails[j]))
+            column = elements.Column(i, eager.numel() // last, int(a[i]), int(b[i]))
     k1_steps = steps[k1]
     return elements.ElementCounts(
-        str(eager.dtype).removeprefix("torch."),
-        eager.numel(),
-        n1,
-        n2,
-        int((usable & ((c - r).abs() > (e - r).abs())).sum()),
-        int((usable & ((c - r).abs() < (e - r).abs())).sum()),
-        int((k1 & (c > e)).sum()),
-        int((k1 & (c.abs() > e.abs())).sum()),
-        float(k1_steps.min()) if n1 else 0.0,
-        float(k1_steps.max()) if n1 else 0.0,
-        worst,
-        tuple(regions),
+        dtype=str(eager.dtype).removeprefix("torch."),
+        numel=eager.numel(),
+        k1=n1,
+        k2=n2,
+        worse=n_worse,
+        better=n_better,
+        k1_up=n_up,
+        k1_away=n_away,
+        k1_min_steps=float(k1_steps.min()) if n1 else 0.0,
+        k1_max_steps=float(k1_steps.max()) if n1 else 0.0,
+        worst=worst,
+        ties=int((one_exact & tie).sum()),
+        blocks=blocks,
+        twin=False,
+        column=column,
+        tests=tuple(tests),
     )
+
+
+def _special_sides(e: torch.Tensor, c: torch.Tensor, r: torch.Tensor, where: torch.Tensor) -> tuple[int, int]:
+    """(only compiled agrees with the reference, only eager) over `where`, comparing what kind of value each is."""
+
+    def kind(t: torch.Tensor) -> list[str]:
+        return [
+            "nan"
+            if v != v
+            else ("inf" if v > 0 else "-inf")
+            if abs(v) == math.inf
+            else ("-0" if math.copysign(1, v) < 0 else "+0")
+            if v == 0
+            else "x"
+            for v in t.tolist()
+        ]
+
+    ke, kc, kr = kind(e[where]), kind(c[where]), kind(r[where])
+    triples = list(zip(kc, ke, kr, strict=True))
+    return sum(a == x != b for a, b, x in triples), sum(b == x != a for a, b, x in triples)
 
 
 def _compare_exact(

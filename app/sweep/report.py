@@ -27,6 +27,7 @@ VERDICT_COLOURS = {
     "benign": "#7cb342",
     "precision-cast": "#f9a825",
     "rng": "#ef6c00",
+    "eager-inaccurate": "#0277bd",
     "divergent": "#c62828",
     "error": "#6a1b9a",
     "pending": "#9e9e9e",

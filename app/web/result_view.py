@@ -26,6 +26,7 @@ BANNER = {
     Verdict.BENIGN: st.success,
     Verdict.PRECISION_CAST: st.warning,
     Verdict.RNG: st.warning,
+    Verdict.EAGER_INACCURATE: st.info,
     Verdict.DIVERGENT: st.error,
     Verdict.ERROR: st.error,
 }
@@ -35,6 +36,7 @@ ICON = {
     "benign": ":green[●]",
     "precision-cast": ":orange[●]",
     "rng": ":violet[●]",
+    "eager-inaccurate": ":blue[●]",
     "divergent": ":red[●]",
     "error": ":red[▲]",
     None: ":gray[○]",

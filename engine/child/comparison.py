@@ -21,7 +21,7 @@ from engine.child import casting, faithful, gradients, uninitialized
 from engine.child.errors import StageError, stage_error
 from engine.child.leaf_builder import LeafBuilder, StoredLeaf
 from engine.child.leaves import UncopyableInput, UnsupportedOutput, dense, flatten, tensors_of
-from engine.child.reference import CallState, EagerRerun, Reference, fp64_reference
+from engine.child.reference import CallState, EagerRerun, Reference, float32_twin, fp64_reference
 from engine.child.seeding import drew, rng_states, seed_everything
 from engine.child.state import COPIED_PARAMETER_BYTES, StateGuard
 from engine.judge.metrics import bitwise_equal
@@ -168,8 +168,9 @@ def compare_call(
         what: str | None = None,
         plain: dict[str, tuple[float | None, float | None]] | None = None,
         undefined: uninitialized.Undefined | None = None,
+        twin: Reference | None = None,
     ) -> LeafBuilder:
-        builder = LeafBuilder(settings, prefix, what, plain, undefined)
+        builder = LeafBuilder(settings, prefix, what, plain, undefined, twin)
         r = reference or Reference()
         try:
             builder.outputs(e_out, c_out, r.out)
@@ -192,9 +193,11 @@ def compare_call(
     builder = build(*judged_by)
     roundings: tuple[ScalarRounding, ...] = ()
     trace: faithful.Trace | None = None
+    twin: Reference | None = None
     if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
         # values differ: is the plain reference the program eager ran? (its scalar roundings, its random draws)
         settings.emit("faithful reference")
+        faithful_ref: Reference | None = None
         try:
             trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
             mode = faithful.FaithfulMode(trace)
@@ -216,10 +219,29 @@ def compare_call(
                         f"the faithful fp64 reference could not replay eager's draw for {', '.join(sorted(set(mode.unmatched)))}"
                     )
                 plain = {l.name: (l.eager_ref_rms, l.eager_ref_max) for l in builder.leaves}
-                settings.emit("comparing")
                 judged_by = (faithful_ref, trace.describe(), plain)
-                builder = build(*judged_by)
                 roundings = tuple(trace.roundings)
+        if any(_drifts(leaf) and leaf.dtype in _LOW for leaf in builder.leaves):
+            # a bf16/fp16 value differs: the element rule's tie band needs the computation's own float32 error
+            settings.emit("float32 twin")
+            try:
+                twin = float32_twin(
+                    eager_fn,
+                    pristine,
+                    seed,
+                    state,
+                    backward=settings.backward,
+                    note=settings.note,
+                    mode=faithful.FaithfulMode(trace) if faithful_ref is not None and trace is not None else None,
+                )
+            except Exception as exc:  # best-effort: without it the band is its floor
+                settings.note(
+                    f"the float32 twin of the reference failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                    "ties are judged by the floor of the band alone"
+                )
+        if faithful_ref is not None or twin is not None:
+            settings.emit("comparing")
+            builder = build(*judged_by, None, twin)
     random_ops: tuple[str, ...] = ()
     differ = any(leaf.mismatches for leaf in builder.leaves)
     if drew_random and differ:  # the evidence an rng verdict needs: which ops drew
@@ -240,7 +262,7 @@ def compare_call(
         else:
             if undefined:
                 settings.emit("comparing")
-                builder = build(*judged_by, undefined)
+                builder = build(*judged_by, undefined, twin)
     round_trips = tuple(trace.round_trips.items()) if trace is not None else ()
     return CallOutcome(
         builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops, round_trips
@@ -292,8 +314,20 @@ def _any_floating(*trees: Any) -> bool:
     return any(t.is_floating_point() or t.is_complex() for tree in trees for _, t in tensors_of(tree, "x"))
 
 
+_LOW = ("bfloat16", "float16")
+
+
 def _drifts(leaf: LeafResult) -> bool:
-    """Values differ where a reference judged them (not bit-identical, not a structural or exact-dtype verdict)."""
+    """Values differ where a reference can judge them: floating drift against it, or integers that differ (the
+    faithful reference says which side a scalar rounding puts right), not a structural verdict."""
+    judged = leaf.eager_ref_rms is not None or (leaf.dtype is not None and not _floating(leaf.dtype))
     return (
-        leaf.mismatches > 0 and leaf.eager_ref_rms is not None and leaf.verdict in (Verdict.BENIGN, Verdict.DIVERGENT)
+        leaf.mismatches > 0
+        and judged
+        and not leaf.structural
+        and leaf.verdict in (Verdict.BENIGN, Verdict.DIVERGENT, Verdict.EAGER_INACCURATE)
     )
+
+
+def _floating(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat", "complex"))

@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from engine.child.compile_progress import compile_progress
 from engine.child.errors import StageError, stage_error
 from engine.child.leaf_builder import StoredLeaf
 from engine.child.seeding import seed_everything
-from engine.judge import mechanisms, oracle
+from engine.judge import family, mechanisms, oracle
 from engine.judge.metrics import host_array
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, worst
 from engine.options import CheckOptions
@@ -124,6 +124,7 @@ def run_check(
             _enable_triton_cpu(run)
         with inductor_config_patch(options.inductor_config):
             outcomes, code = _check_all_seeds(run)
+            outcomes = settle_budget(outcomes)
             leaves, seeds, arrays = _pick_worst_seed(outcomes)
             rng_config: dict[str, Any] = {}
             if _wants_rng_recheck(options, outcomes, leaves):
@@ -425,6 +426,54 @@ class _CheckedCallable:
         return getattr(self.__dict__["_compiled"], name)
 
 
+def settle_budget(
+    outcomes: list[tuple[int, list[CallOutcome]]], inside: Sequence[family.Item] = ()
+) -> list[tuple[int, list[CallOutcome]]]:
+    """The check's false-alarm budget over every value it judged (engine/judge/family.py): each leaf of each seed
+    and call judged alone was given the whole budget; a leaf whose element tests do not survive their share of it
+    takes its fallback verdict, and says so. `inside`: the intermediates judged in the check, which share it."""
+    items = [
+        family.Item(_item_name(seed, i, leaf.name), family.Stage.OUTPUT, leaf.tests)
+        for seed, calls in outcomes
+        for i, call in enumerate(calls)
+        for leaf in call.leaves
+    ]
+    decision = family.decide([*items, *inside])
+    settled = []
+    for seed, calls in outcomes:
+        new_calls = []
+        for i, call in enumerate(calls):
+            leaves = [_settle_leaf(leaf, decision, _item_name(seed, i, leaf.name)) for leaf in call.leaves]
+            new_calls.append(dataclasses.replace(call, leaves=leaves))
+        settled.append((seed, new_calls))
+    return settled
+
+
+def _item_name(seed: int, call: int, leaf: str) -> str:
+    return f"seed {seed} call {call}: {leaf}"
+
+
+def _settle_leaf(leaf: LeafResult, decision: family.Decision, name: str) -> LeafResult:
+    if leaf.fallback is None or decision.fired(name):
+        return leaf
+    share = decision.share(name)
+    strongest = min((t for t in leaf.tests if t.effect), key=lambda t: t.log10p, default=None)
+    why = (
+        f"; the element rule's {strongest.name} test (log10 p <= {strongest.log10p:.1f}) is within what chance gives "
+        f"at this value's share of the check's false-alarm budget ({share:.2g} of {decision.budget:g})"
+        if strongest is not None
+        else ""
+    )
+    return dataclasses.replace(
+        leaf,
+        verdict=leaf.fallback.verdict,
+        explanation=leaf.fallback.explanation + why,
+        symptoms=(Symptom.VALUE,) if leaf.fallback.verdict is Verdict.EAGER_INACCURATE else (),
+        nearer=leaf.fallback.nearer,
+        fallback=None,
+    )
+
+
 def _scalar_roundings(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[ScalarRounding, ...]:
     """Each rounding the faithful reference made, once (frozen, so equal roundings are one key), in the order first met."""
     return tuple(dict.fromkeys(r for _, calls in outcomes for call in calls for r in call.roundings))
@@ -484,7 +533,7 @@ def _wants_precision_recheck(
         return False
     low = options.dtype is not None or any(o.low_precision for _, calls in outcomes for o in calls)
     value_leaves = [l for l in leaves if not l.structural]
-    return any(l.verdict is Verdict.DIVERGENT for l in value_leaves) or (
+    return any(l.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE) for l in value_leaves) or (
         low and any(l.verdict is Verdict.BENIGN for l in value_leaves)
     )
 
@@ -549,7 +598,10 @@ def _wants_rng_recheck(
         return False
     if not any(o.drew_random for _, calls in outcomes for o in calls):
         return False
-    return any(l.verdict in (Verdict.DIVERGENT, Verdict.BENIGN) and RNG_RECHECK.may_explain(l) for l in leaves)
+    return any(
+        l.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE, Verdict.BENIGN) and RNG_RECHECK.may_explain(l)
+        for l in leaves
+    )
 
 
 def _same_compile_as_minimizer(options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]]) -> dict[str, Any]:
@@ -596,6 +648,7 @@ def _recheck(
     except (StageError, SnippetError) as exc:
         run.notes.append(f"{recheck.stage} failed: {str(exc)[:200]}")
         return leaves
+    calls = settle_budget([(worst_seed, calls)])[0][1]
     rechecked = {l.name: l for l in merge_outcomes(calls)[0]}
     flags = ", ".join(f"{k}={v}" for k, v in config.items())
     updated = []
@@ -604,7 +657,8 @@ def _recheck(
         if again is None or not recheck.may_explain(leaf):
             updated.append(leaf)
             continue
-        fixed = (leaf.verdict is Verdict.DIVERGENT and again.verdict in (Verdict.MATCH, Verdict.BENIGN)) or (
+        differed = leaf.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE)
+        fixed = (differed and again.verdict in (Verdict.MATCH, Verdict.BENIGN)) or (
             leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH
         )
         if fixed and evidence is not None:

@@ -57,12 +57,15 @@ class LeafBuilder:
         faithful: str | None = None,
         plain: dict[str, tuple[float | None, float | None]] | None = None,
         undefined: Undefined | None = None,
+        twin: Any = None,
     ) -> None:
         self.settings = settings
         self.prefix = prefix
         self.faithful = faithful  # what the faithful reference did differently, when the reference is that one
         self.plain = plain or {}  # leaf name -> eager's error (RMS, max) against the plain fp64 reference
         self.undefined = undefined or Undefined()  # output elements that are uninitialized memory: not compared
+        # the reference computed in float32 (engine/child/opmath.py), leaf by leaf: the element rule's tie band
+        self.twins = twin_leaves(twin) if twin is not None else {}
         self.leaves: list[LeafResult] = []
         self.arrays: dict[str, StoredLeaf] = {}
         self.low_precision = False
@@ -255,6 +258,8 @@ class LeafBuilder:
             structural.append(Symptom.STRIDE)
             problems.append(_layout_problem(e_t, c_t))
         r_t = r_t if r_t is not None and r_t.shape == e_t.shape else None
+        twin = self.twins.get(name)
+        twin = dense(twin) if isinstance(twin, torch.Tensor) and r_t is not None else None
         unwritten = 0
         if undefined is not None and undefined.shape == e_t.shape:
             # nobody defines these elements: they take eager's bits on every side, so only the others are judged
@@ -262,7 +267,8 @@ class LeafBuilder:
             unwritten = int(undefined.sum())
             c_t = torch.where(undefined, e_t, c_t)
             r_t = torch.where(undefined, e_t.to(r_t.dtype), r_t) if r_t is not None else None
-        ops = operands(e_t, c_t, r_t)
+            twin = torch.where(undefined.to(twin.device), r_t.to(twin.dtype), twin) if twin is not None else None
+        ops = operands(e_t, c_t, r_t, twin)
         metrics, summary = summarize(ops, dtype)
         note = None
         if self.faithful is not None:
@@ -276,10 +282,12 @@ class LeafBuilder:
             faithful=note,
         )
         verdict, symptoms, explanation = j.verdict, j.symptoms, j.explanation
+        fallback = j.fallback
         if structural:
             verdict = Verdict.DIVERGENT
             symptoms = (*structural, *symptoms)
             explanation = "; ".join(problems) + ("" if j.verdict is Verdict.MATCH else f"; values: {j.explanation}")
+            fallback = None  # the structure decides, whatever the element tests
         elif layout:
             explanation = f"{explanation} ({layout} on both sides, compared in dense form)"
         if unwritten:
@@ -322,6 +330,9 @@ class LeafBuilder:
                 reference_value=metrics.ref_value,
                 arrays=stored,
                 witness=j.witness,
+                nearer=j.nearer,
+                tests=j.tests,
+                fallback=fallback,
                 **common,  # type: ignore[arg-type]
             )
         )
@@ -335,6 +346,17 @@ class LeafBuilder:
                 "allocator left, so only shape, dtype and strides are compared"
             )
         return f"{count} of {numel} values are uninitialized memory ({ops}, never written): not compared, the other {numel - count} are"
+
+
+def twin_leaves(twin: Any) -> dict[str, Any]:
+    """The float32 twin's values by the names leaves are built under (outputs, mutated inputs, state, gradients);
+    `twin` is an engine.child.reference.Reference."""
+    found: dict[str, Any] = dict(flatten(twin.out)) if twin.out is not None else {}
+    if twin.inputs is not None:
+        found.update({f"input {path}": v for path, v in _input_leaves(twin.inputs).items()})
+    found.update({f"state {name}": v for name, v in (twin.state or {}).items()})
+    found.update({f"grad {name}": v for name, v in (twin.grads or {}).items()})
+    return found
 
 
 def _as_tensor(value: Any) -> torch.Tensor | None:

@@ -74,6 +74,24 @@ def fp64_reference(
         return _reference(eager_fn, pristine, seed, state, backward=backward, note=note, mode=mode)
 
 
+def float32_twin(
+    eager_fn: Callable[..., Any],
+    pristine: Any,
+    seed: int,
+    state: CallState,
+    *,
+    backward: bool,
+    note: Callable[[str], None],
+    mode: Any = None,
+) -> Reference:
+    """The same run as fp64_reference, every op computed in float32 (engine/child/opmath.py): the element rule's
+    measure of the computation's own float32 error. `mode` must be a fresh one (a faithful mode replays draws)."""
+    from engine.child.opmath import Float32Arithmetic
+
+    with Float32Arithmetic():
+        return fp64_reference(eager_fn, pristine, seed, state, backward=backward, note=note, mode=mode)
+
+
 def _reference(
     eager_fn: Callable[..., Any],
     pristine: Any,

@@ -1,26 +1,31 @@
-"""Element-level evidence for a low-precision leaf: where eager is exactly right and compiled is not.
+"""Element-level evidence for a low-precision value: where one side is exactly right and the other is not.
 
-A bf16/fp16 output has few digits: a compiled kernel that keeps a Python scalar in fp32 where eager rounds
-it, or flushes small values, is off by one or a few of the output's own steps in a subset of elements, far
-below any noise floor scaled by the leaf's largest magnitude. Error size alone cannot tell that from
-reassociation (near-zero outputs after cancellation are off by 10^5 of their own steps on both sides in
-honest deep programs). What tells them apart is *asymmetry*, counted only where one side is exactly right:
+A bf16/fp16 output has few digits: a compiled kernel that keeps a Python scalar in fp32 where eager rounds it,
+or flushes small values, is off by one or a few of the output's own steps in a subset of elements, far below
+any noise floor scaled by the value's largest magnitude. What tells such a fault from reassociation is
+*asymmetry*, counted element by element against the reference r rounded once to the dtype (R):
 
-- k1: elements where eager equals the reference rounded once to the output dtype (the correctly rounded
-  value) and compiled does not; k2: the reverse. Honest compiled code skips roundings, so it is the more
-  often exact side (k1 <= k2 on every benign leaf measured); a fault is one-sided (k1 >> k2).
-- distance: over all differing elements, is compiled further from the reference than eager more often than
-  chance allows? It also sees faults where eager itself is not exactly right.
-- direction: over the k1 elements, is compiled mostly above (or mostly farther from zero than) eager?
-  Reassociation is balanced; a scalar kept in fp32 moves every element the same way.
-- region: is one row (all dimensions but the last, collapsed) or one column (an index of the last
-  dimension) much richer in k1 than the leaf as a whole?
+- k1: eager == R != compiled; k2: the reverse (exactness);
+- worse / better: compiled further from r than eager by more than the tie band, or nearer (distance);
+- over the k1 elements, compiled mostly above eager, below it, farther from zero or nearer it (direction);
+- one index of the last dimension much richer in k1 than the rest (column).
 
-Elements where eager itself is inexact are outside k1 by construction, so catastrophic cancellation needs
-no special case. Everything is counted on the elements whose bits differ, chunk by chunk as
-engine.judge.metrics passes over them: one rounding of the reference per differing element, a few
-comparisons and, for the regions, two index_add per chunk. The thresholds and the measurements behind them
-are in engine/judge/oracle.py; this module counts, tests and words.
+A **tie** counts for neither side: an element whose reference lies within the computation's own fp32 error of a
+rounding midpoint of the dtype, where either side's fp32 value may round either way. The width comes from the
+arithmetic: `TieBand` holds the float32 twin of the reference (engine/child/opmath.py: the same program with
+every op computed in float32), and a value's band is TIE_FACTOR times the largest |twin - r| over the values of
+its binade, plus TIE_FLOOR_ULPS fp32 ULPs of r. Without a twin the band is the floor alone.
+
+Every test is a **sign-flip test over blocks**: under the null that eager and compiled are exchangeable, swapping
+the two sides inside a block (a row, or a tile of a short leaf) flips the sign of that block's count, so
+dependent elements flip together. The tail of the sum over blocks is bounded exactly by Hoeffding's inequality,
+P(sum e_b x_b >= t) <= exp(-t^2 / (2 sum x_b^2)), with no assumption on the elements inside a block: no binomial
+tails over dependent elements. Each test also needs its **effect** against the other side's count (the favoured
+side at least ONE_SIDED times the other), so a probability alone, however small, never decides. Which tests
+survive a check's false-alarm budget is decided for the whole check at once (engine/judge/family.py).
+
+Everything is counted on the elements whose bits differ, chunk by chunk as engine.judge.metrics passes over
+them. docs/oracle.md says why each choice, and benchmarks/oracle_calibration.py measures it.
 """
 
 from __future__ import annotations
@@ -30,32 +35,35 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.judge.evidence import Test
+
 # (significand bits with the implicit one, minimum normal exponent) of the dtypes the rule judges
 _FORMATS = {torch.bfloat16: (8, -126), torch.float16: (11, -14)}
 DTYPES = tuple(_FORMATS)
 
-# A region needs at least this many k1 elements, and the leaf as a whole at least this many, before a test
-# may fire: fewer cannot be told from luck at the probabilities below (see oracle.py).
-N_MIN = 8
-SIGN_LOG10P = -5.0  # exactness and distance: log10 P(Bin(n, 1/2) >= k), one-sided
-DIRECTION_Z, DIRECTION_SHARE = 10.0, 0.5  # direction: |2 up - k1| / sqrt(k1) and |2 up - k1| / k1
-REGION_LOG10P = -6.0  # a row's or column's k1 share, binomial tail times the number of rows (columns)
-# The effect a test needs besides its probability: the side a fault favours at least twice as often as the
-# other (k1 : k2, worse : better; a region's k1 : k2 odds against the leaf's). The probabilities assume
-# independent elements, but a row of logits shares one hidden state: in GPT-2, Llama, T5 and Whisper at
-# their real vocabularies (bf16, 32,128-51,865 elements a row) a row's odds stray 1.13-1.26 from the
-# leaf's, and Llama's whole logits 1.04 (1.3M k1+k2), far past every threshold above; a fault is one-sided.
-ONE_SIDED = 2.0
-_REGION_SCREEN = 4  # regions whose exact tail is computed (the highest z-scores); the rest cannot win
+N_MIN = 8  # a test needs at least this many elements on its side: fewer are not an effect worth a verdict
+ONE_SIDED = 2.0  # the effect: the favoured side at least twice the other (a region's odds twice the leaf's)
+DIRECTION_SHARE = 0.5  # direction: the lean |2 up - k1| at least half of k1
+# blocks: rows when a value has at least MIN_BLOCKS of them, else tiles of the flat index; never more than
+# MAX_BLOCKS (consecutive rows share a block beyond that)
+MIN_BLOCKS, MAX_BLOCKS = 64, 1 << 16
+# the tie band: another float32 implementation of the same ops (Sleef's vectorised functions, a decomposition
+# Inductor writes) is taken to err up to TIE_FACTOR times as much as ATen's float32 kernels do on values of the
+# same binade, and never less than TIE_FLOOR_ULPS fp32 ULPs of the value (fp32 libm functions are accurate to
+# 1-3.5 ULPs)
+TIE_FACTOR = 2.0
+TIE_FLOOR_ULPS = 4.0
+FP32_ULP = 2.0**-23  # relative spacing of float32 at 1
+_EXPONENTS = (-1100, 1100)  # frexp exponents of float64 values the band's table spans
+
+TESTS = ("exactness", "distance", "direction", "column")
 
 
 def spacing(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The step of `dtype` at |r| (float64 in and out): 2^(e - p) for r = m 2^e, m in [0.5, 1); subnormals' below."""
     bits, emin = _FORMATS[dtype]
     _, exponent = torch.frexp(r)
-    exponent = torch.clamp(
-        exponent.to(torch.int64), min=emin + 1
-    )  # frexp's exponent is one above IEEE's; 0 gets the floor
+    exponent = torch.clamp(exponent.to(torch.int64), min=emin + 1)  # frexp's exponent is one above IEEE's
     return torch.ldexp(torch.ones_like(r), exponent - bits)
 
 
@@ -66,17 +74,56 @@ def round_once(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.round(r / q) * q
 
 
-@dataclass(frozen=True)
-class Region:
-    """The row or column richest in k1 elements, against the leaf's own k1 share."""
+def fp32_ulp(r: torch.Tensor) -> torch.Tensor:
+    """The float32 step at |r| (float64 in and out), as spacing() for float32."""
+    _, exponent = torch.frexp(r)
+    exponent = torch.clamp(exponent.to(torch.int64), min=-125)
+    return torch.ldexp(torch.ones_like(r), exponent - 24)
 
-    axis: str  # "row" or "column"
-    index: tuple[int, ...]  # a row: its index over all dimensions but the last; a column: (index of the last one,)
-    size: int  # elements in it
-    k1: int
-    k2: int
-    regions: int  # how many rows (columns) the leaf has: the Bonferroni factor
-    log10p: float  # log10 of the binomial tail times `regions`
+
+def binade(r: torch.Tensor) -> torch.Tensor:
+    """The index of |r|'s binade in TieBand's table (int64)."""
+    _, exponent = torch.frexp(r)
+    return exponent.to(torch.int64).clamp(*_EXPONENTS) - _EXPONENTS[0]
+
+
+class TieBand:
+    """The float32 error of the computation at each magnitude: the largest |twin - r| over a value's elements, per
+    binade of r, accumulated chunk by chunk over every element (not only the differing ones)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.errors = torch.zeros(_EXPONENTS[1] - _EXPONENTS[0] + 1, dtype=torch.float64, device=device)
+
+    def add(self, r: torch.Tensor, twin: torch.Tensor) -> None:
+        error = (twin.to(torch.float64) - r).abs()
+        usable = torch.isfinite(error)
+        self.errors.scatter_reduce_(0, binade(r)[usable], error[usable], "amax")
+
+    def width(self, r: torch.Tensor) -> torch.Tensor:
+        return TIE_FACTOR * self.errors[binade(r)] + TIE_FLOOR_ULPS * fp32_ulp(r)
+
+
+def floor_width(r: torch.Tensor) -> torch.Tensor:
+    """The tie band without a float32 twin: the floor alone."""
+    return TIE_FLOOR_ULPS * fp32_ulp(r)
+
+
+def block_length(shape: tuple[int, ...]) -> int:
+    """Elements per block (consecutive in C order): a row (or several) when there are at least MIN_BLOCKS rows,
+    else a tile of the flat index so that there are about MIN_BLOCKS blocks; one element for the smallest values."""
+    numel = math.prod(shape)
+    last = shape[-1] if shape else 1
+    rows = numel // last if last else 0
+    if rows >= MIN_BLOCKS:
+        return last * math.ceil(rows / MAX_BLOCKS)
+    return max(1, math.ceil(numel / MIN_BLOCKS))
+
+
+def has_columns(shape: tuple[int, ...]) -> bool:
+    """Whether the column test applies: blocks are rows, and there is more than one column."""
+    last = shape[-1] if shape else 1
+    numel = math.prod(shape)
+    return len(shape) >= 2 and last >= 2 and numel // last >= MIN_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -91,82 +138,71 @@ class Worst:
 
 
 @dataclass(frozen=True)
+class Column:
+    """The column richest in k1 (an index of the last dimension), against the leaf's own share."""
+
+    index: int
+    size: int  # elements in it
+    k1: int
+    k2: int
+
+
+@dataclass(frozen=True)
 class ElementCounts:
-    """What the rule reads of one low-precision leaf (all plain numbers)."""
+    """What the rule reads of one low-precision value (plain numbers and its tests)."""
 
     dtype: str  # "bfloat16" or "float16"
     numel: int
-    k1: int  # eager exact, compiled not
+    k1: int  # eager exact, compiled not (ties left out)
     k2: int  # compiled exact, eager not
-    worse: int  # elements where compiled is further from the reference than eager (k1 among them)
-    better: int  # nearer (k2 among them)
+    worse: int  # compiled further from the reference than eager, by more than the tie band
+    better: int
     k1_up: int  # of k1: compiled above eager
     k1_away: int  # of k1: compiled farther from zero than eager
     k1_min_steps: float  # compiled's error over the k1 elements, in steps of the dtype at the reference
     k1_max_steps: float
     worst: Worst | None
-    regions: tuple[Region, ...] = ()
+    ties: int = 0  # differing elements within the tie band (one side exact): counted for neither
+    blocks: int = 0
+    twin: bool = False  # whether the tie band came from a float32 twin of the reference
+    column: Column | None = None
+    tests: tuple[Test, ...] = ()
 
-    @property
-    def sign_log10p(self) -> float:
-        """log10 P(X >= k1), X ~ Bin(k1 + k2, 1/2): eager exact where compiled is not, beyond chance."""
-        return log10_binomial_tail(self.k1, self.k1 + self.k2, 0.5)
+    def test(self, name: str) -> Test | None:
+        return next((t for t in self.tests if t.name == name), None)
 
-    @property
-    def worse_log10p(self) -> float:
-        """log10 P(X >= worse), X ~ Bin(worse + better, 1/2): compiled further from the reference than eager, beyond chance."""
-        return log10_binomial_tail(self.worse, self.worse + self.better, 0.5)
-
-    def lean(self) -> tuple[str, int, float, float]:
-        """The stronger one-way lean of compiled against eager over the k1 elements: (words, count, z, share)."""
+    def lean(self) -> tuple[str, int, float]:
+        """The stronger one-way lean of compiled against eager over the k1 elements: (words, count, share)."""
         if not self.k1:
-            return "", 0, 0.0, 0.0
+            return "", 0, 0.0
         up, away = abs(2 * self.k1_up - self.k1), abs(2 * self.k1_away - self.k1)
         if up >= away:
             words, count = ("above", self.k1_up) if 2 * self.k1_up >= self.k1 else ("below", self.k1 - self.k1_up)
-            excess = up
-        else:
-            words, count = (
-                ("farther from zero than", self.k1_away)
-                if 2 * self.k1_away >= self.k1
-                else ("nearer zero than", self.k1 - self.k1_away)
-            )
-            excess = away
-        return words, count, excess / math.sqrt(self.k1), excess / self.k1
+            return words, count, up / self.k1
+        if 2 * self.k1_away >= self.k1:
+            return "farther from zero than", self.k1_away, away / self.k1
+        return "nearer zero than", self.k1 - self.k1_away, away / self.k1
+
+
+def sign_flip_log10p(x: torch.Tensor) -> float:
+    """log10 of Hoeffding's bound on the sign-flip tail of sum(x): P(sum e_b x_b >= sum x_b) for independent fair
+    signs e_b, <= exp(-(sum x)^2 / (2 sum x^2)); 0 when the sum is not positive."""
+    x = x.to(torch.float64)
+    total, square = float(x.sum()), float((x * x).sum())
+    if total <= 0 or square <= 0:
+        return 0.0
+    return -(total * total) / (2 * square) / math.log(10)
 
 
 @dataclass(frozen=True)
 class Finding:
-    """Which tests fired on a leaf, and the sentence that says which elements and how many."""
+    """Which tests fired on a value, and the sentence that says which elements and how many."""
 
-    tests: tuple[str, ...]  # among "exactness", "distance", "direction", "row", "column"
+    tests: tuple[str, ...]
     sentence: str
 
 
-def find(counts: ElementCounts) -> Finding | None:
-    """The element rule: a leaf is divergent when any of its tests fires (thresholds above, measurements in oracle.py)."""
-    tests = []
-    if counts.k1 >= N_MIN and counts.sign_log10p <= SIGN_LOG10P and counts.k1 >= ONE_SIDED * counts.k2:
-        tests.append("exactness")
-    if counts.worse >= N_MIN and counts.worse_log10p <= SIGN_LOG10P and counts.worse >= ONE_SIDED * counts.better:
-        tests.append("distance")
-    _, _, z, share = counts.lean()
-    if counts.k1 >= N_MIN and z >= DIRECTION_Z and share >= DIRECTION_SHARE:
-        tests.append("direction")
-    flagged_regions = [
-        r
-        for r in counts.regions
-        if r.k1 >= N_MIN and r.log10p <= REGION_LOG10P and r.k1 * counts.k2 >= ONE_SIDED * r.k2 * counts.k1
-    ]
-    tests.extend(r.axis for r in flagged_regions)
-    if not tests:
-        return None
-    return Finding(
-        tuple(tests), describe(counts, min(flagged_regions, key=lambda r: r.log10p) if flagged_regions else None)
-    )
-
-
-def describe(counts: ElementCounts, region: Region | None = None) -> str:
+def describe(counts: ElementCounts, column: bool = False) -> str:
     """Which elements and how many, in words: for the verdict's sentence."""
     k1, k2 = counts.k1, counts.k2
     parts = []
@@ -176,34 +212,40 @@ def describe(counts: ElementCounts, region: Region | None = None) -> str:
             if counts.k1_min_steps != counts.k1_max_steps
             else _g(counts.k1_max_steps)
         )
-        words, count, _, _ = counts.lean()
+        words, count, _ = counts.lean()
         other = (
             "in no element is compiled exactly right where eager is wrong"
             if k2 == 0
             else f"{'only ' if k2 < k1 else ''}{k2:,} the other way round (compiled exact, eager not)"
         )
         parts.append(
-            f"compiled is off in {k1:,} of {counts.numel:,} elements where eager is exactly right (eager equals the reference "
-            f"rounded to {counts.dtype}); {'all' if count == k1 else f'{count:,} of'} {k1:,} are {words} eager's, by {size} "
-            f"{counts.dtype} steps of the element's own size; {other}"
+            f"compiled is off in {k1:,} of {counts.numel:,} elements where eager is exactly right (eager equals the "
+            f"reference rounded to {counts.dtype}); {'all' if count == k1 else f'{count:,} of'} {k1:,} are {words} "
+            f"eager's, by {size} {counts.dtype} steps of the element's own size; {other}"
         )
-    if region is not None:
-        where = (
-            f"row {list(region.index)}" if region.axis == "row" else f"column {region.index[0]} of the last dimension"
-        )
+    if column and counts.column is not None:
+        c = counts.column
         parts.append(
-            f"concentrated in {where} ({region.size:,} elements): {region.k1:,} where eager is exact and compiled is not, "
-            f"{region.k2:,} the other way round"
+            f"concentrated in column {c.index} of the last dimension ({c.size:,} elements): {c.k1:,} where eager is "
+            f"exact and compiled is not, {c.k2:,} the other way round"
         )
     if counts.worse > counts.better:
         parts.append(
-            f"over all {counts.worse + counts.better:,} differing elements of {counts.numel:,}, compiled is further from the "
-            f"reference than eager in {counts.worse:,} and nearer in {counts.better:,}"
+            f"over the differing elements of {counts.numel:,}, compiled is further from the reference than eager in "
+            f"{counts.worse:,} and nearer in {counts.better:,}"
+        )
+    if counts.ties:
+        parts.append(
+            f"{counts.ties:,} near-ties (the reference within the computation's float32 error of a rounding "
+            "midpoint) count for neither side"
         )
     text = "; ".join(parts)
     w = counts.worst
     if w is not None:
-        text += f". Worst at {list(w.index)}: eager {w.eager:.8g}, compiled {w.compiled:.8g}, reference {w.reference:.8g} ({_g(w.steps)} steps)"
+        text += (
+            f". Worst at {list(w.index)}: eager {w.eager:.8g}, compiled {w.compiled:.8g}, "
+            f"reference {w.reference:.8g} ({_g(w.steps)} steps)"
+        )
     return text
 
 
@@ -212,27 +254,23 @@ def _g(x: float) -> str:
 
 
 class Tally:
-    """Counts of one leaf, chunk by chunk (engine.judge.metrics.measure passes the differing elements in order)."""
+    """Counts of one value, chunk by chunk (engine.judge.metrics.measure passes the differing elements in order),
+    per block for the sign-flip tests and per column for the column test."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, band: TieBand | None = None
+    ) -> None:
         self.shape = shape
         self.dtype = dtype
-        numel = math.prod(shape)
-        self.numel = numel
+        self.band = band
+        self.numel = math.prod(shape)
         self.last = shape[-1] if shape else 1
-        rows = numel // self.last if self.last else 0
-        # a region needs N_MIN elements to fire at all: rows shorter, or columns of fewer rows, are not counted
-        self.row_counts = (
-            torch.zeros((2, rows), dtype=torch.int32, device=device)
-            if len(shape) >= 2 and self.last >= N_MIN and rows >= 2
-            else None
-        )
-        self.col_counts = (
-            torch.zeros((2, self.last), dtype=torch.int32, device=device)
-            if len(shape) >= 2 and rows >= N_MIN and self.last >= 2
-            else None
-        )
-        self.k1 = self.k2 = self.up = self.away = self.worse = self.better = 0
+        self.block = block_length(shape)
+        blocks = max(1, math.ceil(self.numel / self.block))
+        # per block: k1, k2, worse, better, the direction's two signed leans (up, away), as k1's minus k2's
+        self.per_block = torch.zeros((6, blocks), dtype=torch.int64, device=device)
+        self.columns = torch.zeros((2, self.last), dtype=torch.int64, device=device) if has_columns(shape) else None
+        self.k1 = self.k2 = self.up = self.away = self.worse = self.better = self.ties = 0
         self.min_steps = math.inf
         self.worst: tuple[int, float, float, float, float] | None = None
 
@@ -241,25 +279,47 @@ class Tally:
         usable = torch.isfinite(r) & torch.isfinite(e) & torch.isfinite(c)
         q = spacing(r, self.dtype)
         exact = torch.round(r / q) * q
-        e_exact, c_exact = e == exact, c == exact
-        k1 = e_exact & ~c_exact & usable
-        k2 = c_exact & ~e_exact & usable
+        width = self.band.width(r) if self.band is not None else floor_width(r)
         error_c, error_e = torch.where(usable, (c - r).abs(), 0.0), torch.where(usable, (e - r).abs(), 0.0)
+        tie_exact = (q / 2 - (r - exact).abs()) <= width  # r within the band of a rounding midpoint
+        e_exact, c_exact = (e == exact) & usable, (c == exact) & usable
+        one_exact = e_exact ^ c_exact
+        k1 = e_exact & ~c_exact & ~tie_exact
+        k2 = c_exact & ~e_exact & ~tie_exact
+        gap = error_c - error_e
+        worse = usable & (gap > 2 * width)
+        better = usable & (gap < -2 * width)
+        up1, up2 = k1 & (c > e), k2 & (e > c)  # for k2 the roles swap: eager is the side off
+        away1, away2 = k1 & (c.abs() > e.abs()), k2 & (e.abs() > c.abs())
         steps = torch.where(k1, error_c / q, torch.zeros_like(r))
-        up = k1 & (c > e)
-        away = k1 & (c.abs() > e.abs())
         i = torch.argmax(steps)
         low = torch.where(k1, steps, torch.full_like(steps, math.inf)).min()
+        block = positions // self.block
+        rows = torch.stack(
+            [
+                k1.to(torch.int64),
+                k2.to(torch.int64),
+                worse.to(torch.int64),
+                better.to(torch.int64),
+                (2 * up1.to(torch.int64) - k1.to(torch.int64)) - (2 * up2.to(torch.int64) - k2.to(torch.int64)),
+                (2 * away1.to(torch.int64) - k1.to(torch.int64)) - (2 * away2.to(torch.int64) - k2.to(torch.int64)),
+            ]
+        )
+        self.per_block.index_add_(1, block, rows)
+        if self.columns is not None:
+            column = positions % self.last
+            self.columns.index_add_(1, column, rows[:2])
         sums = (
             k1.sum(),
             k2.sum(),
-            up.sum(),
-            away.sum(),
+            up1.sum(),
+            away1.sum(),
             steps[i],
             low,
             i,
-            (error_c > error_e).sum(),
-            (error_c < error_e).sum(),
+            worse.sum(),
+            better.sum(),
+            (one_exact & tie_exact).sum(),
         )
         figures = torch.stack([x.to(torch.float64) for x in sums]).tolist()  # one transfer
         n1 = int(figures[0])
@@ -269,69 +329,85 @@ class Tally:
         self.away += int(figures[3])
         self.worse += int(figures[7])
         self.better += int(figures[8])
+        self.ties += int(figures[9])
         if n1:
             self.min_steps = min(self.min_steps, figures[5])
             if self.worst is None or figures[4] > self.worst[4]:
                 j = int(figures[6])
                 self.worst = (int(positions[j]), float(e[j]), float(c[j]), float(r[j]), figures[4])
-        for counts, key in (
-            (self.row_counts, positions // max(self.last, 1)),
-            (self.col_counts, positions % max(self.last, 1)),
-        ):
-            if counts is not None and (n1 or figures[1]):
-                counts[0].index_add_(0, key[k1], torch.ones((), dtype=torch.int32, device=key.device).expand(n1))
-                counts[1].index_add_(
-                    0, key[k2], torch.ones((), dtype=torch.int32, device=key.device).expand(int(figures[1]))
-                )
 
     def finish(self) -> ElementCounts:
         worst = None
         if self.worst is not None:
             position, e, c, r, steps = self.worst
             worst = Worst(unravel(position, self.shape), e, c, r, steps)
-        regions = []
-        if self.k1 and self.k2:  # with k2 == 0 every region has the leaf's share: nothing to concentrate
-            share = self.k1 / (self.k1 + self.k2)
-            for axis, counts in (("row", self.row_counts), ("column", self.col_counts)):
-                if counts is not None:
-                    region = _richest(axis, counts, share, self.shape)
-                    if region is not None:
-                        regions.append(region)
-        return ElementCounts(
-            str(self.dtype).removeprefix("torch."),
-            self.numel,
-            self.k1,
-            self.k2,
-            self.worse,
-            self.better,
-            self.up,
-            self.away,
-            0.0 if self.min_steps == math.inf else self.min_steps,
-            0.0 if self.worst is None else self.worst[4],
-            worst,
-            tuple(regions),
+        column = self._column()
+        counts = ElementCounts(
+            dtype=str(self.dtype).removeprefix("torch."),
+            numel=self.numel,
+            k1=self.k1,
+            k2=self.k2,
+            worse=self.worse,
+            better=self.better,
+            k1_up=self.up,
+            k1_away=self.away,
+            k1_min_steps=0.0 if self.min_steps == math.inf else self.min_steps,
+            k1_max_steps=0.0 if self.worst is None else self.worst[4],
+            worst=worst,
+            ties=self.ties,
+            blocks=self.per_block.shape[1],
+            twin=self.band is not None,
+            column=column,
         )
+        return ElementCounts(**{**counts.__dict__, "tests": self._tests(counts)})
 
+    def _tests(self, counts: ElementCounts) -> tuple[Test, ...]:
+        b = self.per_block
+        k1, k2 = counts.k1, counts.k2
+        one_sided = k1 >= N_MIN and k1 >= ONE_SIDED * k2
+        _, _, share = counts.lean()
+        direction = min(
+            sign_flip_log10p(b[4]), sign_flip_log10p(-b[4]), sign_flip_log10p(b[5]), sign_flip_log10p(-b[5])
+        )
+        tests = [
+            Test("exactness", sign_flip_log10p(b[0] - b[1]), 1, one_sided),
+            Test(
+                "distance",
+                sign_flip_log10p(b[2] - b[3]),
+                1,
+                counts.worse >= N_MIN and counts.worse >= ONE_SIDED * counts.better,
+            ),
+            Test("direction", direction, 4, one_sided and share >= DIRECTION_SHARE),
+        ]
+        if self.columns is not None:
+            tests.append(self._column_test(counts))
+        return tuple(tests)
 
-def _richest(axis: str, counts: torch.Tensor, share: float, shape: tuple[int, ...]) -> Region | None:
-    """The region with the smallest binomial tail of its k1 count against the leaf's share (screened by z-score)."""
-    k1, k2 = counts[0].to(torch.float64), counts[1].to(torch.float64)
-    n = k1 + k2
-    z = (k1 - share * n) / torch.sqrt(n * share * (1 - share)).clamp_min(1e-12)
-    z = torch.where(k1 >= N_MIN, z, torch.full_like(z, -math.inf))
-    top = torch.topk(z, min(_REGION_SCREEN, z.numel()))
-    best: Region | None = None
-    regions = counts.shape[1]
-    for score, i in zip(top.values.tolist(), top.indices.tolist()):
-        if score == -math.inf:
-            break
-        a, b = int(counts[0, i]), int(counts[1, i])
-        log10p = log10_binomial_tail(a, a + b, share) + math.log10(regions)
-        if best is None or log10p < best.log10p:
-            index = unravel(i, shape[:-1]) if axis == "row" else (i,)
-            size = math.prod(shape[:-1]) if axis == "column" else shape[-1]
-            best = Region(axis, index, size, a, b, regions, log10p)
-    return best
+    def _column_z(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each column's sign-flip statistic over its rows (one element of it per row) and whether it has the effect."""
+        assert self.columns is not None
+        a, b = self.columns[0].to(torch.float64), self.columns[1].to(torch.float64)
+        log10p = -((a - b).clamp_min(0) ** 2) / (2 * (a + b).clamp_min(1)) / math.log(10)
+        k1, k2 = float(a.sum()), float(b.sum())
+        # the column's odds against the leaf's: k1_j / k2_j >= ONE_SIDED * k1 / k2, written without dividing
+        effect = (a >= N_MIN) & (a >= ONE_SIDED * b) & (a * k2 >= ONE_SIDED * b * k1)
+        return log10p, effect
+
+    def _column_test(self, counts: ElementCounts) -> Test:
+        log10p, effect = self._column_z()
+        n = int(log10p.numel())
+        if bool(effect.any()):
+            best = float(torch.where(effect, log10p, torch.zeros_like(log10p)).min())
+            return Test("column", best, n, True)
+        return Test("column", float(log10p.min()) if n else 0.0, n, False)
+
+    def _column(self) -> Column | None:
+        if self.columns is None or not self.k1:
+            return None
+        log10p, effect = self._column_z()
+        score = torch.where(effect, log10p, log10p + 1e6)  # a column with the effect first, then the smallest tail
+        i = int(torch.argmin(score))
+        return Column(i, self.numel // self.last, int(self.columns[0, i]), int(self.columns[1, i]))
 
 
 def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -341,50 +417,3 @@ def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         index.append(flat % n)
         flat //= n
     return tuple(reversed(index))
-
-
-def log10_binomial_tail(k: int, n: int, p: float) -> float:
-    """log10 P(X >= k) for X ~ Binomial(n, p), exactly (the regularized incomplete beta I_p(k, n - k + 1)), also far below 1e-300."""
-    if k <= 0:
-        return 0.0
-    if k > n or p <= 0.0:
-        return -math.inf
-    if p >= 1.0:
-        return 0.0
-    return _log10_betainc(float(k), float(n - k + 1), p)
-
-
-def _log10_betainc(a: float, b: float, x: float) -> float:
-    """log10 of the regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz)."""
-    log_front = a * math.log(x) + b * math.log1p(-x) - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return (log_front - math.log(a) + math.log(_betacf(a, b, x))) / math.log(10)
-    # the other tail is the small one: I_x(a, b) = 1 - I_{1-x}(b, a)
-    other = math.exp(log_front - math.log(b)) * _betacf(b, a, 1.0 - x)
-    return math.log10(max(1.0 - other, 1e-300))
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 100_000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-12:
-            break
-    return h

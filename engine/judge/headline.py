@@ -110,6 +110,11 @@ def headline(verdict: Verdict, leaves: Sequence[LeafFigures], error: ErrorKind |
             f"{changed}, only because compiled code draws its own random numbers (documented)",
             "nothing to fix; set fallback_random=True where the draws must agree",
         )
+    if verdict is Verdict.EAGER_INACCURATE:
+        return Headline(
+            f"{changed}; eager's kernel is less accurate here; compiled is nearer the exact value",
+            "nothing to fix in compile; if eager's error matters, it is eager's kernel to report",
+        )
     structural = [s for l in these for s in l.symptoms if s.structural]
     if structural:
         what = _STRUCTURE.get(structural[0], "the structure of the result")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import torch
 
 from engine.judge.elements import DTYPES as ELEMENT_DTYPES
-from engine.judge.elements import ElementCounts, Tally, unravel
+from engine.judge.elements import ElementCounts, Tally, TieBand, unravel
 
 if TYPE_CHECKING:  # the figures need no numpy (minimizer/repro.py embeds this module in scripts that import only torch)
     import numpy as np
@@ -76,6 +76,10 @@ class ValueMetrics:
     compiled_value: str | None
     ref_value: str | None
     elements: ElementCounts | None = None  # bf16/fp16 leaves with a reference: where each side is exactly right
+    # where integers, NaN/inf positions or signs of zero differ and a reference exists: the elements where only
+    # compiled (only eager) agrees with it; None without a reference for them
+    compiled_right: int | None = None
+    eager_right: int | None = None
 
 
 def ordered_bits(t: torch.Tensor) -> torch.Tensor:
@@ -127,7 +131,8 @@ class Operands:
 
     eager: torch.Tensor
     compiled: torch.Tensor
-    ref: torch.Tensor | None  # float64, same shape, or None
+    ref: torch.Tensor | None  # float64 (an exact dtype's own for integers), same shape, or None
+    twin: torch.Tensor | None = None  # the reference computed in float32 (engine/child/opmath.py), same shape, or None
 
     @property
     def exact(self) -> bool:
@@ -139,16 +144,25 @@ class Operands:
         return CHUNK_ELEMENTS_CPU if self.eager.device.type == "cpu" else CHUNK_ELEMENTS_DEVICE
 
 
-def operands(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor | None) -> Operands:
-    """Prepare two tensors of equal shape and dtype (and a reference, dropped unless it has their shape)."""
+def operands(
+    eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor | None, twin: torch.Tensor | None = None
+) -> Operands:
+    """Prepare two tensors of equal shape and dtype (and a reference, dropped unless it has their shape; an exact
+    dtype's reference only where it is exact too, to say which side agrees with it; the float32 twin only beside
+    a floating reference)."""
     eager = as_real(eager.detach()).contiguous()
     compiled = as_real(compiled.detach()).to(eager.device).contiguous()
-    if ref is not None and eager.dtype.is_floating_point:
-        ref = as_real(ref.detach())
-        ref = ref.to(device=eager.device, dtype=torch.float64).contiguous() if ref.shape == eager.shape else None
+    if ref is not None and ref.shape == eager.shape and eager.dtype.is_floating_point:
+        ref = as_real(ref.detach()).to(device=eager.device, dtype=torch.float64).contiguous()
+    elif ref is not None and ref.shape == eager.shape and not ref.dtype.is_floating_point and not ref.is_complex():
+        ref = ref.detach().to(device=eager.device, dtype=eager.dtype).contiguous()
     else:
-        ref = None  # an exact dtype is judged without one
-    return Operands(eager, compiled, ref)
+        ref = None
+    if twin is not None and ref is not None and eager.dtype.is_floating_point and twin.shape == eager.shape:
+        twin = as_real(twin.detach()).to(device=eager.device, dtype=torch.float64).contiguous()
+    else:
+        twin = None
+    return Operands(eager, compiled, ref, twin)
 
 
 def differing(eager: torch.Tensor, compiled: torch.Tensor) -> torch.Tensor:
@@ -220,6 +234,8 @@ class _Figures:
     within: bool = True
     worst: int | None = None
     worst_badness: float = -math.inf
+    compiled_right: int = 0  # exact or special mismatches where only compiled agrees with the reference
+    eager_right: int = 0
     count: int = 0  # elements usable against the reference
     sums: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of squares: reference, eager's error, compiled's error
     maxima: tuple[float, float, float] = (0.0, 0.0, 0.0)  # largest magnitudes of the same
@@ -236,6 +252,8 @@ class _Figures:
             max(self.max_ulp, o.max_ulp),
         )
         self.within = self.within and o.within
+        self.compiled_right += o.compiled_right
+        self.eager_right += o.eager_right
         if o.worst_badness > self.worst_badness:  # strictly: an earlier chunk keeps a tie, as one argmax would
             self.worst, self.worst_badness = o.worst, o.worst_badness
         self.count += o.count
@@ -252,7 +270,7 @@ def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetric
     eager, compiled = ops.eager.reshape(-1), ops.compiled.reshape(-1)
     ref = None if ops.ref is None else ops.ref.reshape(-1)
     tally = (
-        Tally(tuple(ops.eager.shape), ops.eager.dtype, ops.eager.device)
+        Tally(tuple(ops.eager.shape), ops.eager.dtype, ops.eager.device, tie_band(ops))
         if ref is not None and ops.eager.dtype in ELEMENT_DTYPES
         else None
     )
@@ -270,7 +288,7 @@ def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetric
                 tally.chunk(d.positions, d.eager64, d.compiled64, d.ref)
             if observer is not None:
                 figures.observed = observer.differing(d)
-        if r is not None:
+        if r is not None and not ops.exact:
             _reference_chunk(figures, e, c, r)
         return figures
 
@@ -282,11 +300,31 @@ def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetric
     return _metrics(ops, totals, None if tally is None else tally.finish())
 
 
+def tie_band(ops: Operands) -> TieBand | None:
+    """The float32 error of the computation per binade (engine.judge.elements.TieBand), over every element of a
+    value whose bits differ somewhere: a pass over the reference and its twin, skipped where nothing differs."""
+    if ops.twin is None or ops.ref is None:
+        return None
+    band = TieBand(ops.eager.device)
+    eager, compiled = ops.eager.reshape(-1), ops.compiled.reshape(-1)
+    ref, twin = ops.ref.reshape(-1), ops.twin.reshape(-1)
+    any_differ = False
+
+    def chunk(start: int, stop: int) -> None:
+        nonlocal any_differ
+        band.add(ref[start:stop], twin[start:stop])
+        any_differ = any_differ or bool(differing(eager[start:stop], compiled[start:stop]).numel())
+
+    for _ in scan(ops, chunk):
+        pass
+    return band if any_differ else None
+
+
 def differences(positions: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor | None) -> Differences:
     """The Differences of elements known to differ in their bits."""
     if not e.dtype.is_floating_point:
         diff = (e.to(torch.int64) - c.to(torch.int64)).abs().to(torch.float64)
-        return Differences(positions, e, c, None, diff, True, e.to(torch.float64), c.to(torch.float64), diff)
+        return Differences(positions, e, c, r, diff, True, e.to(torch.float64), c.to(torch.float64), diff)
     e64, c64 = e.to(torch.float64), c.to(torch.float64)
     # a NaN or inf anywhere makes the dot product non-finite (so does an overflow: that only costs the slow path)
     finite = math.isfinite(float(torch.dot(e64, c64)))
@@ -319,6 +357,23 @@ def _exact_figures(f: _Figures, d: Differences) -> None:
     f.mismatches = d.positions.numel()
     f.max_abs = f.max_ulp = f.worst_badness = float(d.ulp[i])
     f.worst = int(d.positions[i])
+    if d.ref is not None:
+        f.compiled_right, f.eager_right = _sides(d.compiled == d.ref, d.eager == d.ref)
+
+
+def _sides(compiled_agrees: torch.Tensor, eager_agrees: torch.Tensor) -> tuple[int, int]:
+    """How many elements only compiled agrees with the reference at, and only eager."""
+    figures = torch.stack([(compiled_agrees & ~eager_agrees).sum(), (eager_agrees & ~compiled_agrees).sum()])
+    c, e = figures.tolist()
+    return int(c), int(e)
+
+
+def _special_class(t: torch.Tensor) -> torch.Tensor:
+    """0 NaN, 1 +inf, 2 -inf, 3 +0, 4 -0, 5 any other finite value: what a special-value difference compares."""
+    sign = torch.signbit(t)
+    finite = torch.where(t == 0, 3 + sign.to(torch.int64), torch.full_like(t, 5, dtype=torch.int64))
+    cls = torch.where(torch.isinf(t), 1 + sign.to(torch.int64), finite)
+    return torch.where(torch.isnan(t), torch.zeros_like(cls), cls)
 
 
 def _float_figures(f: _Figures, d: Differences) -> None:
@@ -347,6 +402,13 @@ def _float_figures(f: _Figures, d: Differences) -> None:
         outside = ~torch.isclose(c64, e64, rtol=rtol, atol=atol, equal_nan=True).all()
         counts = [nan_mismatch.sum(), inf_mismatch.sum(), signed_zero.sum()]
     rel_err = torch.where(d.abs_err == 0, torch.zeros_like(d.rel_err), d.rel_err) if not d.finite else d.rel_err
+    if d.ref is not None:  # which side agrees with the reference where a NaN, an infinity or a zero's sign differs
+        special = signed_zero if nan_mismatch is None else (nan_mismatch | inf_mismatch | signed_zero)
+        if bool(special.any()):
+            r_cls = _special_class(d.ref[special])
+            f.compiled_right, f.eager_right = _sides(
+                _special_class(c64[special]) == r_cls, _special_class(e64[special]) == r_cls
+            )
     i = torch.argmax(badness)
     figures = torch.stack(
         [
@@ -436,6 +498,8 @@ def _metrics(ops: Operands, t: _Figures, counts: ElementCounts | None = None) ->
         compiled_value=value_at(ops.compiled),
         ref_value=value_at(ops.ref),
         elements=counts,
+        compiled_right=t.compiled_right if ops.ref is not None else None,
+        eager_right=t.eager_right if ops.ref is not None else None,
         **ref_stats,
     )
 

@@ -1,104 +1,22 @@
-"""The verdict rules: from measured differences to match / benign / divergent, with the numbers behind each.
+"""The verdict rules: from measured differences to match / benign / eager-inaccurate / divergent, with the numbers.
 
 Invariants the rules keep:
 - `match` means bit-identical (NaN payloads and signed zeros included) and nothing else.
 - Any structural difference (shape, dtype, stride, NaN/inf/signed-zero pattern, one-sided mutation,
-  output structure) is `divergent`, in default and strict mode alike.
+  output structure) is `divergent`, in default and strict mode alike, unless a reference shows compiled on
+  the exact side at every differing element: then `eager-inaccurate`. The same holds for integer values.
 - Finite value drift is judged three-way against an fp64 reference: compiled is `benign` while it is no
   further from the reference than `factor` times eager's distance plus a noise floor, both in RMS and in
-  the worst element; the sentence names the reference (the witness) that decided.
-- A bf16/fp16 leaf the leaf-wide rule calls noise is still `divergent` when the element rule below finds
-  compiled one-sided, element by element: wrong where eager is exactly right, leaning one way, or
-  concentrated in one row or column. Its sentence says which elements and how many.
+  the worst element; the mirror of that rule (eager beyond `factor` times compiled's plus the floor) is
+  `eager-inaccurate`: compiled is nearer the exact value.
+- A bf16/fp16 value the leaf-wide rule calls noise is still `divergent` when a test of the element rule
+  (engine/judge/elements.py) finds compiled one-sided beyond the check's false-alarm budget; the budget is
+  the whole check's (engine/judge/family.py), so a value judged alone gets a provisional verdict, and the
+  Judgement carries what it becomes if the check's decision drops its tests (`fallback`).
+- Every judged value says which side is nearer the exact value (`nearer`).
 - `strict` turns every bit difference into `divergent`.
 
-The element rule (engine/judge/elements.py), and the measurements behind it. A one-ULP fault in a bf16/fp16
-output (a Python scalar Inductor keeps in fp32 where eager rounds it: `remainder(t, 0.7)` in a bf16 event
-encoder moves 108 of 512 phases by 1 to 25.5 of their own steps, at most 0.000977) sits far inside the
-leaf-wide floor (32 fp32 ULPs plus one bf16 ULP of the largest magnitude: 0.0055 there). Per-element error
-size cannot decide: in honest deep bf16 programs both sides are off by up to 10^5-10^6 of an element's own
-steps near zero (GPT-2 eager 1.08e6, Llama compiled 6.5e5). Asymmetry decides, counted on the differing
-elements against the (faithful) reference r rounded once to the dtype (R):
-- exactness: k1 = #(eager == R != compiled), k2 = #(compiled == R != eager); flag when k1 >= N_MIN = 8 and
-  log10 P(Bin(k1 + k2, 1/2) >= k1) <= -5. Honest compiled code skips roundings, so it is the more often
-  exact side: over every benign bf16/fp16 leaf measured k1 <= k2 (HF GPT-2 34,612 vs 51,825; the gallery's
-  precision-cast chains 0 vs 33-48% of elements), the smallest log10 P is -0.5;
-- distance: worse = #(|c - r| > |e - r|), better = the reverse; the same sign test on worse vs better
-  (benign: worse <= better in every deep program, smallest log10 P -0.5). It sees faults where eager is not
-  exactly right (a propagated scalar fault behind dropout and an MLP: log10 P -8.1);
-- direction: over the k1 elements, |2 up - k1| / sqrt(k1) >= 10 with a share |2 up - k1| / k1 >= 0.5 (up, or
-  away from zero); benign at most z 6.5 (share 0.84, a precision-cast leaf) and z 5.8 at share 0.19;
-- region: the row (all dimensions but the last) or column (an index of the last) whose k1 share, against
-  the leaf's k1 / (k1 + k2), has a binomial tail times the number of rows (columns) <= 1e-6, with at least 8
-  k1 elements in it; benign at most -2.5.
-Measured (benchmarks/oracle_mutation.py --only families, torch 2.13 CPU, 2 seeds per program):
-- one-step faults of the issue's five families (a scalar not rounded, a rounding skipped or added, an
-  off-by-one bucket or index, small values wrong, the same behind dropout/noise), each at its op in a
-  realistic bf16/fp16 program compiled by the real torch.compile: 84/84 detected where the fault happens
-  (assert_close 72/84, same() 20/84); 20/84 in the final output alone (28/84 before the effect below);
-- effect: every test but direction also needs the favoured side at least ONE_SIDED = 2 times the other
-  (a region: its odds against the leaf's). Rows of real-vocabulary logits share one hidden state, so their
-  elements are not independent: hf:base GPT-2/Llama/T5/Whisper in bf16 had rows at odds 1.13-1.26 of the
-  leaf's with log10 P far below -6 (-122 on the corpus's real-vocabulary GPT-2), and Llama's logits k1 : k2
-  1.04 over 1.3M elements; all benign with the effect;
-- benign: 0 alarms over 116 runs (each fault program's clean twin, transformer blocks, conv nets, reductions,
-  a Llama block, transformers GPT-2/Llama/BERT/ViT from small configs in bf16 and fp16, GPT-2 and Llama at
-  their real vocabularies); the closest benign values over their 110 differing low-precision leaves:
-  exactness -1.05, distance -1.05, direction z 3.3 at a share >= 0.5 (5.8 at any share), region -2.63
-  without the real vocabularies (-122 with them, held by the effect), against thresholds -5, -5, 10 and -6; issue #24's
-  research corpus (16 benign leaves) gave -0.5, -0.5, 6.5 and -2.5.
-It is not applied to fp32 leaves: there, Inductor's exp/rsqrt/sin differ from ATen's by one fp32 ULP in a
-systematic direction (rmsnorm_fp32 direction z 34.5, share 0.90; layer norm exactness log10 P -300; the 16M
-sin+softmax benchmark k1 1,180,380 vs k2 600,311), which the 32-ULP floor rightly absorbs.
-What it cannot see: a one-step fault mixed through later layers, once compiled already differs from eager
-in 50-80% of a deep output's elements: its share of one-sided elements drowns in the reassociation noise
-(+1 ULP on 1% of a GPT-2-sized output's elements: direction z 5.4, beside benign 6.5). Such a fault is seen
-at its own op: by a program that returns it, and by the localization, which judges every node of the compiled
-graph with this rule against the graph's faithful reference (engine/child/faithful_graph.py). A second
-stage under emulate_precision_casts was measured and not adopted: it removes most of Inductor's permitted
-noise (the Llama block becomes bit-identical) but changes code generation (bf16 `x // 0.1` differs from eager
-in 3,475 of 65,536 elements under it, 579 without), so a benign program (an encoder with bf16-tensor
-scalars) gains off-by-one buckets and would be called divergent (exactness log10 P -27).
-The cost is one rounding and a few comparisons per differing element of a bf16/fp16 leaf, and none for fp32
-leaves: on the 16M sin+softmax benchmark (fp32) the comparing stage takes 0.40-0.41 s before and after; the
-same program in bf16 (912,671 of 16.8M elements differ) costs 0.367 s of CPU in metrics and summary instead
-of 0.298 s, about 1% of a 6 s warm check.
-
-A mechanism needs evidence (engine/judge/mechanisms.py): `precision-cast` only when the difference vanishes
-under emulate_precision_casts and the program has a bf16/fp16 value that a fused kernel may keep in fp32
-(named with its line); `rng` only when it vanishes under fallback_random and eager's run drew random numbers
-(ops tagged nondeterministic_seeded). Otherwise the leaf keeps its verdict and the sentence says that the
-difference "vanishes under X (which changes code generation)".
-
-The reference, and why it is not taken on trust. The plain fp64 reference (the program and its inputs cast
-to float64) models accuracy, not what eager computes: where eager rounds a Python scalar to a bf16/fp16
-operand (`torch.remainder(x_bf16, 0.7)` divides by 0.69921875) or draws random numbers (which depend on the
-dtype), eager is far from it for reasons that are the program's meaning, and a compiled result that drops
-the rounding looks *closer*, so the three-way rule passed real bugs as noise. Wherever values differ, the
-check therefore re-runs eager under a dispatch mode that asks eager which scalars it rounds and records its
-draws (engine/child/faithful.py), and when it found either, judges against the **faithful reference**: the
-fp64 run with those scalars rounded and those draws replayed (witness `faithful-fp64`). When eager is more
-than PLAIN_INVALID_RATIO (engine/judge/witness.py) times further from the plain reference than from the
-faithful one, the sentence says the plain reference does not model the program. The extra cost is one eager
-re-run plus one fp64 re-run, only for checks whose values differ, and no compile.
-
-Constants, each from a measurement (torch 2.13 CPU, 2-core x86-64):
-- `factor` 2 and `noise_ulps` 32 (fp32/fp64 outputs: ULPs of the output's magnitude): a different summation
-  order (Inductor's CPU reductions vs eager's cascade sum) costs up to ~23 such ULPs on a 2^20-element sum,
-  while the real bugs of the sample gallery sit at 50 to 10^7.
-- Low-precision outputs (bf16/fp16): `noise_ulps` ULPs of **fp32** (FP32_EPS: the opmath such ops compute
-  in) plus OUTPUT_ROUNDINGS = 1 ULP of the output dtype (each side rounds once), not 32 ULPs of bf16 (25%
-  of the magnitude). Honest noise stays well inside it: a bf16 transformer block (4x128x256) differs in
-  50,266 elements, compiled's worst error against fp64 is 0.0148 (0.47 bf16 ULP of the largest output) and
-  eager's 0.0228; the bf16/fp16 chains of the gallery have compiled 0.0039-0.028 from fp64, eager 0.0126-0.040.
-- PLAIN_INVALID_RATIO 4: eager's worst error against the plain over the faithful reference is 1.0-2.6 for
-  a benign bf16 program with four rounded scalars (clamp/add/sub/gt, 3 seeds), and 44 (the bf16 forecaster
-  with `remainder` by 0.7), 436 (`remainder(x_bf16, 1.7)`) and 2.1e6 (`x + rand_like(x)`) where the plain
-  reference models another program. It only words the sentence; the faithful reference decides either way.
-- The rounding question (engine/child/faithful.py): on a pointwise op of one tensor, eager is asked on every
-  finite value of the dtype; elsewhere on the op's own operands, where the neighbouring value must change
-  enough elements that not rounding would have shown EXPECTED_FLIPS = 8 differences (P(none) ~ e^-8):
-  layer_norm's eps of 1e-5 moves one bf16 output in 10^5 and is left alone.
+docs/oracle.md gives the reasoning and the figures measured by benchmarks/oracle_calibration.py.
 """
 
 from __future__ import annotations
@@ -106,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.judge import elements
+from engine.judge import elements, family
+from engine.judge.evidence import Fallback, Test
 from engine.judge.metrics import ValueMetrics
-from engine.judge.verdicts import Symptom, Verdict, Witness
+from engine.judge.verdicts import Nearer, Symptom, Verdict, Witness
 from engine.judge.witness import FaithfulReference
 
 FP32_EPS = 2.0**-23  # bf16/fp16 ops compute in fp32 (opmath): their reassociation noise is fp32's
@@ -121,6 +40,12 @@ class Judgement:
     symptoms: tuple[Symptom, ...]
     explanation: str
     witness: Witness | None = None
+    nearer: Nearer | None = None
+    tests: tuple[Test, ...] = ()  # the element rule's tests, for the check-level decision
+    fallback: Fallback | None = None  # set when the verdict came from the element rule alone
+
+
+EAGER_SIDE = "eager's kernel is less accurate here; compiled is nearer the exact value"
 
 
 def noise_floor_scale(m: ValueMetrics, noise_ulps: float) -> float:
@@ -135,9 +60,16 @@ def noise_floor_scale(m: ValueMetrics, noise_ulps: float) -> float:
 
 
 def judge_values(
-    m: ValueMetrics, *, strict: bool, factor: float, noise_ulps: float = 32.0, faithful: FaithfulReference | None = None
+    m: ValueMetrics,
+    *,
+    strict: bool,
+    factor: float,
+    noise_ulps: float = 32.0,
+    faithful: FaithfulReference | None = None,
+    budget: float = family.BUDGET,
 ) -> Judgement:
-    """Judge two same-shaped, same-dtype tensors from their metrics; `faithful` when `m`'s reference is the faithful one."""
+    """Judge two same-shaped, same-dtype tensors from their metrics; `faithful` when `m`'s reference is the faithful
+    one; `budget`: the share of the false-alarm budget this value's element tests may use (all of it, judged alone)."""
     if m.mismatches == 0:
         return Judgement(Verdict.MATCH, (), f"bit-identical over {m.numel} element(s)")
     where = (
@@ -154,13 +86,12 @@ def judge_values(
             parts.append(f"{m.inf_mismatches} infinity position(s) or sign(s) differ")
         if m.signed_zero_mismatches:
             parts.append(f"{m.signed_zero_mismatches} zero(s) differ in sign")
-        return Judgement(Verdict.DIVERGENT, special, f"{'; '.join(parts)} of {m.numel}{where}")
+        what = f"{'; '.join(parts)} of {m.numel}{where}"
+        special_count = m.nan_mismatches + m.inf_mismatches + m.signed_zero_mismatches
+        return _by_reference(m, special, what, special_count, strict)
     if m.exact_dtype:
-        return Judgement(
-            Verdict.DIVERGENT,
-            (Symptom.VALUE,),
-            f"{m.mismatches} of {m.numel} exact (integer/bool) element(s) differ, max abs {m.max_abs:g}{where}",
-        )
+        what = f"{m.mismatches} of {m.numel} exact (integer/bool) element(s) differ, max abs {m.max_abs:g}{where}"
+        return _by_reference(m, (Symptom.VALUE,), what, m.mismatches, strict)
     drift = f"{m.mismatches} of {m.numel} element(s) differ, max {m.max_ulp:g} ULP, max abs {m.max_abs:.3g}"
     if m.max_ulp == 0:
         payload = "only NaN payloads differ"
@@ -183,11 +114,29 @@ def judge_values(
             f"{drift}; no fp64 reference, and beyond torch.testing's default tolerances{where}",
             Witness.TOLERANCE,
         )
-    return _judge_against_reference(m, factor, noise_ulps, drift, where, faithful)
+    return _judge_against_reference(m, factor, noise_ulps, drift, where, faithful, budget)
+
+
+def _by_reference(m: ValueMetrics, symptoms: tuple[Symptom, ...], what: str, differing: int, strict: bool) -> Judgement:
+    """Integers, NaN/inf positions, signs of zero: divergent, unless the reference shows compiled right at every
+    differing element (eager's kernel is then the side that is off)."""
+    if m.compiled_right is None or m.eager_right is None:
+        return Judgement(Verdict.DIVERGENT, symptoms, what)
+    said = f"{what}; the float64 reference agrees with compiled at {m.compiled_right} and with eager at {m.eager_right}"
+    if not strict and differing and m.compiled_right == differing:
+        return Judgement(Verdict.EAGER_INACCURATE, symptoms, f"{EAGER_SIDE}: {said}", None, Nearer.COMPILED)
+    nearer = Nearer.EAGER if m.eager_right else Nearer.NEITHER
+    return Judgement(Verdict.DIVERGENT, symptoms, said, None, nearer)
 
 
 def _judge_against_reference(
-    m: ValueMetrics, factor: float, noise_ulps: float, drift: str, where: str, faithful: FaithfulReference | None
+    m: ValueMetrics,
+    factor: float,
+    noise_ulps: float,
+    drift: str,
+    where: str,
+    faithful: FaithfulReference | None,
+    budget: float,
 ) -> Judgement:
     assert m.eager_ref_rms is not None and m.compiled_ref_rms is not None
     assert m.eager_ref_max is not None and m.compiled_ref_max is not None
@@ -203,32 +152,80 @@ def _judge_against_reference(
         f"vs eager's {m.eager_ref_rms:.3g} / {m.eager_ref_max:.3g}"
     )
     floor = f"{noise_ulps:g} fp32 ULPs and one output ULP" if m.low_precision else f"{noise_ulps:g} ULPs"
-    if rms_ok and max_ok:
-        finding = elements.find(m.elements) if m.elements is not None else None
-        if finding is not None:
-            # within the floor as a whole, but one-sided element by element: a fault of a step or a few
-            return Judgement(
-                Verdict.DIVERGENT,
-                (Symptom.VALUE,),
-                f"{drift}; {lead}{finding.sentence} (the {' and '.join(finding.tests)} test{'s' if len(finding.tests) > 1 else ''} of the element rule; "
-                f"compiled's error is {m.compiled_ref_rms:.3g} RMS / {m.compiled_ref_max:.3g} max vs eager's {m.eager_ref_rms:.3g} / {m.eager_ref_max:.3g}, "
-                f"within {factor:g}x plus {floor} of the output's magnitude, so the leaf-wide rule alone would call it noise)",
-                witness,
-            )
-        return Judgement(
-            Verdict.BENIGN,
-            (),
-            f"{drift}; {vs}, within {factor:g}x plus {floor} of the output's magnitude: reassociation noise",
-            witness,
+    eager_rms_ok = m.eager_ref_rms <= factor * m.compiled_ref_rms + rms_floor
+    eager_max_ok = m.eager_ref_max <= factor * m.compiled_ref_max + max_floor
+    if not (rms_ok and max_ok):
+        worse = (
+            _ratio(m.compiled_ref_rms, m.eager_ref_rms) if not rms_ok else _ratio(m.compiled_ref_max, m.eager_ref_max)
         )
-    worse = _ratio(m.compiled_ref_rms, m.eager_ref_rms) if not rms_ok else _ratio(m.compiled_ref_max, m.eager_ref_max)
-    beyond = f", beyond {factor:g}x eager's error plus {max_floor:.3g} of noise" if faithful is not None else ""
+        beyond = f", beyond {factor:g}x eager's error plus {max_floor:.3g} of noise" if faithful is not None else ""
+        return Judgement(
+            Verdict.DIVERGENT,
+            (Symptom.VALUE,),
+            f"{drift}; {vs}: compiled is {worse} further from {'fp64' if faithful is None else 'that reference'}"
+            f"{beyond}{where}",
+            witness,
+            Nearer.EAGER,
+        )
+    tests = m.elements.tests if m.elements is not None else ()
+    if eager_rms_ok and eager_max_ok:
+        otherwise = Fallback(
+            Verdict.BENIGN,
+            f"{drift}; {vs}, within {factor:g}x plus {floor} of the output's magnitude: reassociation noise",
+            _nearer(m),
+        )
+    else:
+        further = (
+            _ratio(m.eager_ref_rms, m.compiled_ref_rms)
+            if not eager_rms_ok
+            else _ratio(m.eager_ref_max, m.compiled_ref_max)
+        )
+        otherwise = Fallback(
+            Verdict.EAGER_INACCURATE,
+            f"{EAGER_SIDE}: {drift}; {vs}: eager is {further} further, beyond {factor:g}x compiled's error plus "
+            f"{floor} of the output's magnitude",
+            Nearer.COMPILED,
+        )
+    fired = family.fired(tests, budget)
+    if not fired:
+        symptoms = (Symptom.VALUE,) if otherwise.verdict is Verdict.EAGER_INACCURATE else ()
+        return Judgement(otherwise.verdict, symptoms, otherwise.explanation, witness, otherwise.nearer, tests)
+    assert m.elements is not None
+    names = [t.name for t in fired]
+    finding = elements.describe(m.elements, column="column" in names)
     return Judgement(
         Verdict.DIVERGENT,
         (Symptom.VALUE,),
-        f"{drift}; {vs}: compiled is {worse} further from {'fp64' if faithful is None else 'that reference'}{beyond}{where}",
+        f"{drift}; {lead}{finding} (the {' and '.join(names)} test{'s' if len(names) > 1 else ''} of the element "
+        f"rule; compiled's error is {m.compiled_ref_rms:.3g} RMS / {m.compiled_ref_max:.3g} max vs eager's "
+        f"{m.eager_ref_rms:.3g} / {m.eager_ref_max:.3g}, within {factor:g}x plus {floor} of the output's magnitude, "
+        "so the leaf-wide rule alone would call it noise)",
         witness,
+        Nearer.EAGER,
+        tests,
+        otherwise,
     )
+
+
+def _nearer(m: ValueMetrics) -> Nearer:
+    """Which side is nearer the reference, in words a benign value can carry: the side whose RMS and worst errors are
+    both smaller (and, with element counts, nearer in more elements); neither when they disagree."""
+    assert m.eager_ref_rms is not None and m.compiled_ref_rms is not None
+    assert m.eager_ref_max is not None and m.compiled_ref_max is not None
+    counts = m.elements
+    if (
+        m.compiled_ref_rms < m.eager_ref_rms
+        and m.compiled_ref_max <= m.eager_ref_max
+        and (counts is None or counts.better >= counts.worse)
+    ):
+        return Nearer.COMPILED
+    if (
+        m.eager_ref_rms < m.compiled_ref_rms
+        and m.eager_ref_max <= m.compiled_ref_max
+        and (counts is None or counts.worse >= counts.better)
+    ):
+        return Nearer.EAGER
+    return Nearer.NEITHER
 
 
 def _ratio(a: float, b: float) -> str:

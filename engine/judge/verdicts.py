@@ -12,12 +12,16 @@ class Verdict(str, Enum):
     `precision-cast` (gone with `emulate_precision_casts=True`) and `rng` (gone with `fallback_random=True`:
     compiled drew its random numbers from Inductor's generator, not ATen's). A caller reads the mechanism
     from the verdict itself; the leaf's sentence gives the numbers.
+
+    `eager-inaccurate`: the values differ beyond rounding noise, and compiled is the side nearer the exact
+    (float64) value: eager's kernel is less accurate here. Not a compile bug; a report, if any, is about eager.
     """
 
     MATCH = "match"
     BENIGN = "benign"
     PRECISION_CAST = "precision-cast"
     RNG = "rng"
+    EAGER_INACCURATE = "eager-inaccurate"
     DIVERGENT = "divergent"
     ERROR = "error"
 
@@ -31,6 +35,7 @@ class Verdict(str, Enum):
 
         `precision-cast` and `rng` exit 0: each names a mechanism PyTorch documents as intended (a skipped
         low-precision round trip; Inductor's own random stream), and its re-check showed nothing else differs.
+        `eager-inaccurate` exits 0: compiled is the more accurate side, so compile broke nothing.
         """
         if self is Verdict.DIVERGENT:
             return 1
@@ -41,20 +46,31 @@ class Verdict(str, Enum):
 
 # The named mechanisms rank above benign: each says why values differ, so it is the more useful report.
 # rng ranks above precision-cast: different random draws change values wholesale, a skipped round trip by
-# a few low-precision ULPs, so a leaf of each leads with the larger difference.
+# a few low-precision ULPs, so a leaf of each leads with the larger difference. eager-inaccurate ranks above
+# both and below divergent: values differ beyond noise with no compile bug, which a user should see first,
+# and any divergent leaf still makes the check divergent.
 _SEVERITY = {
     Verdict.MATCH: 0,
     Verdict.BENIGN: 1,
     Verdict.PRECISION_CAST: 2,
     Verdict.RNG: 3,
-    Verdict.DIVERGENT: 4,
-    Verdict.ERROR: 5,
+    Verdict.EAGER_INACCURATE: 4,
+    Verdict.DIVERGENT: 5,
+    Verdict.ERROR: 6,
 }
 
 
 def worst(verdicts: list[Verdict] | tuple[Verdict, ...]) -> Verdict:
     """The most severe verdict; `match` for an empty sequence."""
     return max(verdicts, key=lambda v: v.severity, default=Verdict.MATCH)
+
+
+class Nearer(str, Enum):
+    """Which side of a compared value is nearer the exact (float64) value: the side a report is about."""
+
+    COMPILED = "compiled"  # eager is the less accurate side: not a compile bug
+    EAGER = "eager"  # compiled is the less accurate side
+    NEITHER = "neither"  # both as near, within what the rules can tell apart
 
 
 class Witness(str, Enum):
