@@ -317,7 +317,7 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
 
 
 # The modules of the engine's judge a repro embeds, in dependency order, and where they are.
-JUDGE_MODULES = ("verdicts", "elements", "metrics", "witness", "oracle", "faithful")
+JUDGE_MODULES = ("verdicts", "evidence", "elements", "metrics", "witness", "family", "oracle", "faithful")
 _JUDGE_PACKAGE = "_divergence_judge"
 
 
