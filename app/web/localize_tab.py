@@ -17,11 +17,14 @@ from typing import Any
 
 import streamlit as st
 
+import re
+
 from app.store import RunRecord
 from app.web import running
 from app.web.deep_job import DONE, DeepJob, Snapshot
 from app.web.job_registry import JobRegistry
 from engine import LOCALIZATION_STEPS, CheckResult, Localization, Runner, Verdict, run_localization
+from engine.localization.conclusion import Conclusion, conclude
 
 LOCALIZE_DIR = "localize"  # inside the run's directory
 POLL_S = 1.0
@@ -35,7 +38,7 @@ LADDER_COLUMNS = {
     "verdict": st.column_config.TextColumn(width="small"),
     "diverges": st.column_config.TextColumn(width="small"),
     "layer at fault": st.column_config.TextColumn(width="small"),
-    "explanation": st.column_config.TextColumn(width="large"),
+    "what differs": st.column_config.TextColumn(width="medium"),
 }
 LADDER_SIZE = 6  # rungs of engine.localization.ablation.LADDER: shown as live progress while the ladder runs
 
@@ -64,7 +67,8 @@ def _work(
 
     def work(runner: Runner, note: Callable[[str], None]) -> None:
         shutil.rmtree(directory, ignore_errors=True)  # the steps' run directories must start empty
-        run_localization(runner, source, options, "snippet.py", directory, steps=steps, on_step=note)
+        # the run itself places the steps' ops on its program's lines (its provenance and Dynamo graph)
+        run_localization(runner, source, options, "snippet.py", directory, steps=steps, on_step=note, check=result)
 
     return work
 
@@ -128,7 +132,7 @@ def render(record: RunRecord, result: CheckResult) -> None:
     if snap is not None and snap.state != DONE:
         st.warning(f"Localization {snap.state}: {snap.message}")
     if stored is not None:
-        show(record, stored)
+        show(record, stored, result, snippet.read_text())
 
 
 @st.fragment(run_every=POLL_S)
@@ -182,10 +186,26 @@ def ladder_rows(loc: Localization) -> list[dict[str, Any]]:
             "verdict": r.verdict.value,
             "diverges": "yes" if r.diverges else "no",
             "layer at fault": "◀ first to diverge" if r.setting == first else "",
-            "explanation": (r.explanation.splitlines() or [""])[0][:300],
+            "what differs": rung_summary(r.explanation),
         }
         for r in loc.ablation.rows
     ]
+
+
+_DIFFER = re.compile(r"(\d[\d,]*) of (\d[\d,]*) element\(s\) differ.*?max abs ([-+\d.e]+)")
+
+
+def rung_summary(explanation: str) -> str:
+    """A rung's figures in a few words, never cut mid-number: 'out: 2620 of 3072 values differ, by up to 3.41'. The
+    whole sentence is below the table."""
+    first = (explanation.splitlines() or [""])[0]
+    m = _DIFFER.search(first)
+    if m is None:
+        words = first.split(": ", 1)[0]
+        return words if len(words) <= 80 else words[:79].rsplit(" ", 1)[0] + "…"
+    leaf = first.split(":", 2)[1].strip() if first.count(":") >= 2 else ""
+    leaf = leaf if leaf and len(leaf) <= 40 else ""
+    return f"{leaf + ': ' if leaf else ''}{m.group(1)} of {m.group(2)} values differ, by up to {m.group(3)}"
 
 
 def _highlight(row: Any) -> list[str]:
@@ -193,7 +213,50 @@ def _highlight(row: Any) -> list[str]:
     return [style] * len(row)
 
 
-def show(record: RunRecord, loc: Localization) -> None:
+def conclusion_of(loc: Localization, result: CheckResult | None, program: str) -> Conclusion:
+    """The stored conclusion, or (a localization kept before conclusions were) one made now from its steps."""
+    return loc.conclusion if loc.conclusion is not None else conclude(loc, result, program)
+
+
+AGREES = {True: "✓ same op", False: "≠ another op", None: "–"}
+
+
+def findings_rows(conclusion: Conclusion) -> list[dict[str, str]]:
+    return [
+        {
+            "step": f.step,
+            "op (line)": f"{f.site.name} ({f.site.line})"
+            if f.site and f.site.line
+            else (f.site.name if f.site else "–"),
+            "agrees": AGREES[f.agrees],
+            "what it says": f.says,
+        }
+        for f in conclusion.findings
+    ]
+
+
+def conclusion_card(conclusion: Conclusion) -> None:
+    """One answer first: where, what, what next. The steps that led to it follow."""
+    box = st.error if conclusion.site is not None else st.warning
+    box(f"**Conclusion** — {conclusion.sentence}\n\n**Next:** {conclusion.next_step}.")
+    if conclusion.also:
+        st.caption("Also named by a step: " + "; ".join(s.describe() for s in conclusion.also))
+    st.dataframe(
+        findings_rows(conclusion),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "step": st.column_config.TextColumn(width="small"),
+            "op (line)": st.column_config.TextColumn(width="small"),
+            "agrees": st.column_config.TextColumn(width="small"),
+            "what it says": st.column_config.TextColumn(width="large"),
+        },
+    )
+
+
+def show(record: RunRecord, loc: Localization, result: CheckResult | None = None, program: str = "") -> None:
+    conclusion_card(conclusion_of(loc, result, program))
+    st.markdown("##### How each step got there")
     if loc.ablation is not None:
         st.markdown("#### Ablation ladder")
         table = ladder_rows(loc)
@@ -208,8 +271,11 @@ def show(record: RunRecord, loc: Localization) -> None:
             )
         except ImportError:
             st.dataframe(table, hide_index=True, width="stretch", column_config=LADDER_COLUMNS)
-        (st.error if loc.ablation.first_diverging else st.info)(f"**Layer at fault:** {loc.ablation.layer}")
+        st.markdown(f"**Layer at fault:** {loc.ablation.layer}")
         st.caption(loc.ablation.conclusion)
+        with st.expander("Each rung's verdict in full"):
+            for r in loc.ablation.rows:
+                st.markdown(f"**{r.setting}** — {r.explanation}")
     st.markdown("#### CompilerBisector")
     if loc.bisect is None:
         st.caption("not run")
@@ -229,6 +295,8 @@ def bisect_line(loc: Localization) -> str:
     parts = [f"backend `{b.backend or '–'}`", f"subsystem `{b.subsystem or '–'}`"]
     if b.debug_info:
         parts.append(f"op `{b.debug_info}`")
+    if b.narrowed_op:
+        parts.append(f"then lowerings: `{b.narrowed_op}`")
     errors = f", {b.predicate_errors} could not run" if b.predicate_errors else ""
     return f"**{b.status}** · " + " · ".join(parts) + f" · {b.predicate_calls} runs{errors} · {b.seconds:.1f} s"
 
@@ -295,15 +363,18 @@ def intermediates_status(i: Any, ablation: Any = None) -> None:
 
 
 def _ladder_says(ablation: Any) -> str:
-    """What the ladder found, in the words of a node card that found no node."""
+    """What the ladder found, in the words of a node card that found no node (the conclusion above says what next)."""
     if ablation is None or not ablation.first_diverging:
         return ""
-    if ablation.first_diverging == "inductor":
-        return (
-            " The ladder above puts it in Inductor: with every lowered node matching, look at Inductor's graph passes (re-check "
-            "with `pattern_matcher=False`) and, for gradients, at the backward graph."
-        )
-    return f" The ladder above puts it in {ablation.layer}."
+    return f" The ladder above puts it in {ablation.layer}; the conclusion at the top says where and what next."
+
+
+_COUNTS = re.compile(r"\d[\d,]* of \d[\d,]* element\(s\) differ, max [\d.e+]+ ULP, ")
+
+
+def _without_counts(explanation: str) -> str:
+    """The node's sentence without the 'N of M element(s) differ, max X ULP' its title line already shows."""
+    return _COUNTS.sub("", explanation, count=1)
 
 
 def node_card(record: RunRecord, loc: Localization) -> None:
@@ -319,7 +390,7 @@ def node_card(record: RunRecord, loc: Localization) -> None:
         st.markdown(
             f":red[●] **`{f.node}`** · op `{f.op}` · graph {f.graph} · {f.mismatches} of {f.numel} elements differ · max {f.max_ulp:.3g} ULP"
         )
-        st.markdown(i.explanation)
+        st.markdown(_without_counts(i.explanation))
         if not i.reproduced:
             st.warning(
                 "With every intermediate exposed as an output, the final output no longer diverges: the extra outputs changed "

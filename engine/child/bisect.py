@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.child.errors import StageError
@@ -84,6 +85,10 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     else:
         number = found.bisect_number if found.bisect_number is not None else None
         info = str(found.debug_info) if found.debug_info else None
+        narrowed: tuple[int | None, str | None] = (None, None)
+        before = calls[0]
+        if _names_no_op(found.backend, found.subsystem):
+            narrowed = _narrow_to_lowerings(good, run_dir / f"{BISECT_STATE_DIR}-lowerings")
         report = BisectReport(
             "found",
             found.backend,
@@ -93,6 +98,45 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
             calls[0],
             len(errors),
             time.monotonic() - started,
-            explain(found.backend, found.subsystem, number, info),
+            explain(found.backend, found.subsystem, number, info, narrowed[1]),
+            narrowed_number=narrowed[0],
+            narrowed_op=narrowed[1],
+            narrow_calls=calls[0] - before,
         )
     out.write_text(json.dumps(report.to_json()))
+
+
+def _names_no_op(backend: str | None, subsystem: str | None) -> bool:
+    """An Inductor culprit that names no op: a config change (layout_optimization, comprehensive_padding: a subsystem
+    the bisector flips as a whole) or the backend with no subsystem isolated. The lowerings may still name one."""
+    from torch._inductor.compiler_bisector import BACKENDS, ConfigChange
+
+    if backend != "inductor":
+        return False
+    if not subsystem:
+        return True
+    return any(isinstance(s, ConfigChange) and s.name == subsystem for s in BACKENDS.get("inductor", []))
+
+
+def _narrow_to_lowerings(good: Callable[[], bool], state_dir: Path) -> tuple[int | None, str | None]:
+    """Bisect Inductor's lowerings alone (everything else as the check compiles it): (application number, lowered
+    node's name) of the lowering that makes the output diverge, or (None, None) when lowering nothing does not help.
+
+    CompilerBisector walks the backends and subsystems of its module-level BACKENDS table; for this second pass the
+    table holds Inductor's lowerings only, and is restored whatever happens."""
+    from torch._inductor import compiler_bisector as bisector
+
+    saved = dict(bisector.BACKENDS)
+    bisector.BACKENDS.clear()
+    bisector.BACKENDS["inductor"] = [bisector.BisectSubsystem("lowerings")]
+    bisector.CompilerBisector.in_process_cache = str(state_dir)
+    try:
+        found = bisector.CompilerBisector.do_bisect(good)
+    except Exception:  # best effort: the first pass's finding stands
+        return None, None
+    finally:
+        bisector.BACKENDS.clear()
+        bisector.BACKENDS.update(saved)
+    if found is None or found.subsystem != "lowerings":
+        return None, None
+    return found.bisect_number, (str(found.debug_info) if found.debug_info else None)

@@ -98,8 +98,10 @@ def conclude(rows: tuple[AblationRow, ...]) -> tuple[str | None, str, str]:
             "not reproduced",
             f"no configuration of the ladder diverges{extra}: the divergence depends on other options or is flaky",
         )
-    before = [r.setting for r in rows if r.setting in LAYERS][: list(LAYERS).index(first)]
-    clean = f"{', '.join(before)} match{'es' if len(before) == 1 else ''}; " if before else ""
+    # each rung before the first diverging one by its own verdict word: `benign` is not `match` (values differ, within
+    # rounding noise), and a caption that said "match" beside a table saying "benign" contradicted it
+    before = [by[s] for s in LAYERS if s in by][: list(LAYERS).index(first)]
+    clean = f"{', '.join(f'{r.setting} {r.verdict.value}' for r in before)}: none diverges; " if before else ""
     layer = LAYERS[first]
     if first == "inductor":
         emulate = by.get("inductor + emulate_precision_casts")

@@ -7,6 +7,7 @@ this module only orchestrates and gathers their reports into one `Localization`,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,9 +16,11 @@ from typing import Any
 
 from engine.localization.ablation import AblationReport, ablate
 from engine.localization.bisector import bisect
+from engine.localization.conclusion import Conclusion, conclude
 from engine.localization.intermediates import first_diverging_intermediate
 from engine.localization.reports import BisectReport, IntermediatesReport
 from engine.options import CheckOptions
+from engine.result import CheckResult
 from engine.runner import Runner
 
 LOCALIZATION_FILE = "localization.json"
@@ -30,9 +33,12 @@ class Localization:
     bisect: BisectReport | None = None
     intermediates: IntermediatesReport | None = None
     directory: str | None = None
+    conclusion: Conclusion | None = None  # the steps made into one answer (engine/localization/conclusion.py)
 
     def summary(self) -> str:
-        parts = []
+        parts = (
+            [f"conclusion: {self.conclusion.sentence} Next: {self.conclusion.next_step}."] if self.conclusion else []
+        )
         if self.ablation is not None:
             parts.append(f"ablation: {self.ablation.conclusion}")
         if self.bisect is not None:
@@ -47,6 +53,7 @@ class Localization:
             "bisect": self.bisect.to_json() if self.bisect else None,
             "intermediates": self.intermediates.to_json() if self.intermediates else None,
             "directory": self.directory,
+            "conclusion": self.conclusion.to_json() if self.conclusion else None,
         }
 
     @classmethod
@@ -56,6 +63,7 @@ class Localization:
             BisectReport.from_json(data["bisect"]) if data.get("bisect") else None,
             IntermediatesReport.from_json(data["intermediates"]) if data.get("intermediates") else None,
             data.get("directory"),
+            Conclusion.from_json(data["conclusion"]) if data.get("conclusion") else None,
         )
 
     def save(self, directory: Path) -> Path:
@@ -77,8 +85,11 @@ def localize(
     directory: Path | None = None,
     steps: Sequence[str] = STEPS,
     on_step: Callable[[str], None] | None = None,
+    check: CheckResult | None = None,
 ) -> Localization:
-    """Run the requested steps; the bisector and the intermediates run side by side (two children)."""
+    """Run the requested steps; the bisector and the intermediates run side by side (two children). The steps end in
+    one conclusion; `check` (the run being localized) places its ops on program lines, else the ladder's Inductor
+    rung does."""
     from concurrent.futures import ThreadPoolExecutor
 
     from engine.paths import new_run_dir
@@ -113,8 +124,24 @@ def localize(
         if "intermediates" in futures:
             found_nodes = futures["intermediates"].result()
     result = Localization(ablation, found_bisect, found_nodes, str(directory))
+    result = dataclasses.replace(result, conclusion=conclude(result, check or _placing_check(result), source))
     result.save(directory)
     return result
+
+
+def _placing_check(loc: Localization) -> CheckResult | None:
+    """A check of the program compiled by Inductor as the user compiles it, whose records place ops on lines: the
+    ladder's Inductor rung, else the run the first-node step made before it instrumented anything."""
+    run_dirs = [r.run_dir for r in loc.ablation.rows if r.setting == "inductor"] if loc.ablation else []
+    run_dirs += [loc.intermediates.run_dir] if loc.intermediates else []
+    run_dirs += [loc.bisect.run_dir] if loc.bisect else []
+    for run_dir in run_dirs:
+        if run_dir and (Path(run_dir) / "result.json").exists():
+            try:
+                return CheckResult.load(Path(run_dir))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    return None
 
 
 def localize_source(
@@ -134,6 +161,14 @@ def localize_file(path: str | Path, options: CheckOptions | None = None, **kwarg
 def render(loc: Localization) -> str:
     """Plain text for the command line."""
     out: list[str] = []
+    if loc.conclusion is not None:
+        c = loc.conclusion
+        out.append(f"CONCLUSION: {c.sentence}")
+        out.append(f"  Next: {c.next_step}.")
+        for f in c.findings:
+            mark = {True: "agrees", False: "differs", None: "-"}[f.agrees]
+            out.append(f"  [{mark:>7}] {f.step}: {f.says}")
+        out.append("")
     if loc.ablation is not None:
         out.append("Ablation ladder:")
         for r in loc.ablation.rows:

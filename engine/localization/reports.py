@@ -29,6 +29,12 @@ class BisectReport:
     seconds: float = 0.0
     explanation: str = ""
     run_dir: str | None = None
+    # A culprit that names no op (a config change such as layout_optimization, or a backend with no subsystem) is
+    # narrowed once more over Inductor's lowerings, everything else as it was: the lowering whose application makes
+    # the output diverge. Its debug info is the lowered FX node's name, which places it on a program line.
+    narrowed_number: int | None = None
+    narrowed_op: str | None = None
+    narrow_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -39,17 +45,20 @@ class BisectReport:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def explain(backend: str | None, subsystem: str | None, number: int | None, info: str | None) -> str:
+def explain(
+    backend: str | None, subsystem: str | None, number: int | None, info: str | None, narrowed: str | None = None
+) -> str:
     if backend is None:
         return "every backend the bisector tries reproduces eager's result"
     where = f"the divergence first appears with backend {backend}"
+    then = f"; among the lowerings, the lowering of {narrowed} is the one that makes it diverge" if narrowed else ""
     if not subsystem:
-        return where + " (no subsystem of it could be isolated)"
+        return where + " (no subsystem of it could be isolated)" + then
     if subsystem == "lowerings":
         return f"{where}; subsystem lowerings: the lowering of {info or '?'} (application #{number}) is at fault"
     if number:
         return f"{where}; subsystem {subsystem}: application #{number}{f' ({info})' if info else ''} is at fault"
-    return f"{where}; subsystem {subsystem} ({info or 'a config change'}) removes it"
+    return f"{where}; changing the config {subsystem} removes it{then}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,233 @@
+"""Localize's one conclusion (engine/localization/conclusion.py) over the records its steps write.
+
+These are the rules, one per test, on records of the shape the steps write (their JSON, as engine/localization/
+reports.py reads it) and the provenance and Dynamo graph text a check keeps; the real steps on real programs are
+tests/test_localize_conclusion.py (slow) and benchmarks/localize_corpus.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from engine.judge.verdicts import LeafKind, Verdict
+from engine.localization.ablation import AblationReport, AblationRow
+from engine.localization.ablation import conclude as conclude_ladder
+from engine.localization.conclusion import Conclusion, Stage, conclude
+from engine.localization.localize import Localization
+from engine.localization.reports import BisectReport, IntermediatesReport, NodeDiff, NodeSite
+from engine.localization.sites import ProgramSites, entry_parameters
+from engine.options import CheckOptions
+from engine.provenance import TRACKED, KernelOrigin, NodeOrigin, Provenance, SourceLine
+from engine.result import CheckResult, GeneratedCode, LeafResult, OutputCode
+
+SENSOR = """import torch
+STEP, PERIOD = 0.1, 0.7
+
+
+def fn(t):
+    bucket = t // STEP
+    phase = torch.remainder(t, PERIOD)
+    return bucket, phase
+"""
+SENSOR_GRAPH = """class GraphModule(torch.nn.Module):
+    def forward(self, L_t_: "bf16[2, 48][48, 1]cpu"):
+        l_t_ = L_t_
+
+        # File: snippet.py:6 in fn, code: bucket = t // STEP
+        bucket: "bf16[2, 48][48, 1]cpu" = l_t_ // 0.1
+
+        # File: snippet.py:7 in fn, code: phase = torch.remainder(t, PERIOD)
+        phase: "bf16[2, 48][48, 1]cpu" = torch.remainder(l_t_, 0.7);  l_t_ = None
+        return (bucket, phase)
+"""
+SENSOR_NODES = (
+    NodeOrigin("view", "aten.reshape.default", 6),
+    NodeOrigin("div", "aten.div.Tensor_mode", 6),
+    NodeOrigin("remainder", "aten.remainder.Scalar", 7),
+)
+
+MUTATION = """import torch
+
+
+def fn(x):
+    x.index_put_((torch.arange(x.size(0)),), x * 2.0)
+    x.add_(x.flip(0))
+    return x.sum()
+"""
+MUTATION_GRAPH = """class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[4, 8][8, 1]cpu"):
+        l_x_ = L_x_
+
+        # File: /tmp/x.py:5 in fn, code: x.index_put_((torch.arange(x.size(0)),), x * 2.0)
+        arange: "i64[4][1]cpu" = torch.arange(4)
+        mul: "f32[4, 8][8, 1]cpu" = l_x_ * 2.0
+        index_put_: "f32[4, 8][8, 1]cpu" = l_x_.index_put_((arange,), mul);  arange = mul = index_put_ = None
+
+        # File: /tmp/x.py:6 in fn, code: x.add_(x.flip(0))
+        flip: "f32[4, 8][8, 1]cpu" = l_x_.flip(0)
+        add_: "f32[4, 8][8, 1]cpu" = l_x_.add_(flip);  flip = add_ = None
+
+        # File: /tmp/x.py:7 in fn, code: return x.sum()
+        sum_1: "f32[][]cpu" = l_x_.sum();  l_x_ = None
+        return (sum_1,)
+"""
+
+
+def _check(graph: str, nodes: tuple[NodeOrigin, ...], leaves: tuple[LeafResult, ...], kernels=()) -> CheckResult:
+    provenance = Provenance(TRACKED, nodes=nodes, kernels=kernels)
+    code = GeneratedCode(fx_graphs=(graph,), output_code=(OutputCode("0_inference", "", (), provenance),))
+    return CheckResult(Verdict.DIVERGENT, "divergent", CheckOptions(), leaves=leaves, code=code)
+
+
+def _leaf(name: str, kind: LeafKind = LeafKind.OUTPUT) -> LeafResult:
+    return LeafResult(name, kind, Verdict.DIVERGENT, "differs", numel=8, mismatches=4)
+
+
+def _ladder(first: str = "inductor", removed_by: str | None = None) -> AblationReport:
+    rungs = ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
+    rows = []
+    for r in rungs:
+        diverges = rungs.index(r) >= rungs.index(first)
+        verdict = Verdict.DIVERGENT if diverges else (Verdict.MATCH if r == "eager" else Verdict.BENIGN)
+        rows.append(AblationRow(r, r, {}, verdict, diverges, f"{verdict.value}: ..."))
+    for extra in ("inductor + emulate_precision_casts", "inductor + fallback_random"):
+        removed = removed_by is not None and removed_by in extra
+        verdict = Verdict.MATCH if removed else Verdict.DIVERGENT
+        rows.append(AblationRow(extra, "inductor", {}, verdict, not removed, ""))
+    first_, layer, sentence = conclude_ladder(tuple(rows))
+    return AblationReport(tuple(rows), first_, layer, sentence)
+
+
+def _node(op: str, line: int, code: str) -> IntermediatesReport:
+    first = NodeDiff(
+        0, "div", op, Verdict.DIVERGENT, "8 of 96 element(s) differ (worst at [0, 30]: eager 29.0, compiled 30.0)",
+        8, 96, 8.0, NodeSite(line, code),
+    )  # fmt: skip
+    return IntermediatesReport("found", "first diverging intermediate: div", first, reproduced=True)
+
+
+def _lowering(name: str, number: int) -> BisectReport:
+    return BisectReport("found", "inductor", "lowerings", number, name, explanation=f"the lowering of {name}")
+
+
+def test_the_node_and_the_bisector_naming_one_op_are_one_answer() -> None:
+    check = _check(SENSOR_GRAPH, SENSOR_NODES, (_leaf("out[0]"),))
+    loc = Localization(_ladder(), _lowering("div", 1), _node("aten.div.Tensor_mode", 6, "bucket = t // STEP"))
+    c = conclude(loc, check, SENSOR)
+    assert (c.stage, c.op, c.line, c.also) == (Stage.LOWERING, "aten.div.Tensor_mode", 6, ())
+    assert "`bucket = t // STEP` (line 6" in c.sentence and "eager gives 29.0, compiled 30.0" in c.sentence
+    assert [f.agrees for f in c.findings if f.step in ("bisector", "first diverging node")] == [True, True]
+    assert "Minimize" in c.next_step and "line 6" in c.next_step
+
+
+def test_a_bisector_naming_a_later_op_is_a_second_fault_said_as_such() -> None:
+    """The issue's sensor model: the first diverging node is the floor division, the bisector names remainder."""
+    check = _check(SENSOR_GRAPH, SENSOR_NODES, (_leaf("out[0]"),))
+    loc = Localization(_ladder(), _lowering("remainder", 2), _node("aten.div.Tensor_mode", 6, "bucket = t // STEP"))
+    c = conclude(loc, check, SENSOR)
+    assert (c.op, c.line) == ("aten.div.Tensor_mode", 6)
+    assert [(s.op, s.line) for s in c.also] == [("aten.remainder.Scalar", 7)]
+    assert "Both are faults" in c.sentence and "torch.remainder(t, PERIOD)" in c.sentence
+    bisector = next(f for f in c.findings if f.step == "bisector")
+    assert bisector.agrees is False and bisector.site is not None and bisector.site.line == 7
+
+
+def test_a_bisector_naming_an_earlier_op_is_the_cause() -> None:
+    check = _check(SENSOR_GRAPH, SENSOR_NODES, (_leaf("out[0]"),))
+    loc = Localization(
+        _ladder(), _lowering("div", 1), _node("aten.remainder.Scalar", 7, "phase = torch.remainder(t, PERIOD)")
+    )
+    c = conclude(loc, check, SENSOR)
+    assert (c.op, c.line) == ("aten.div.Tensor_mode", 6) and "its lowering is the cause" in c.sentence
+
+
+def test_a_config_culprit_is_named_by_the_lowering_the_bisector_narrows_to() -> None:
+    nodes = (
+        NodeOrigin("convolution", "aten.convolution.default", 6),
+        NodeOrigin("scatter_add", "aten.scatter_add.default", 7),
+        NodeOrigin("convolution_backward", "aten.convolution_backward.default", 6),
+    )
+    program = (
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "def fn(x, w):\n    c = F.conv2d(x, w)\n    return F.max_pool2d(c, 3)\n"
+    )
+    kernel = KernelOrigin(
+        "cpp_fused_convolution_backward_max_pool2d_with_indices_backward_0",
+        0,
+        lines=(SourceLine(6, ""), SourceLine(7, "")),
+    )
+    check = _check("", nodes, (_leaf("grad args[0]", LeafKind.GRADIENT),), kernels=(kernel,))
+    bisect = BisectReport(
+        "found", "inductor", "inductor_layout_optimization", 0, "inductor_layout_optimization",
+        narrowed_number=2, narrowed_op="convolution_backward",
+    )  # fmt: skip
+    intermediates = IntermediatesReport("backward-not-compared", "the divergent leaves are gradients")
+    c = conclude(Localization(_ladder(), bisect, intermediates), check, program)
+    assert (c.stage, c.workaround) == (Stage.CONFIG, "layout_optimization=False")
+    assert (c.op, c.line) == ("aten.convolution_backward.default", 6)
+    assert "F.max_pool2d(c, 3)` (line 7" in c.sentence, c.sentence  # fused into the same kernel
+    assert "`layout_optimization=False`" in c.next_step and "workaround" in c.next_step
+
+
+def test_a_mutated_input_is_placed_on_its_writers_when_no_node_diverges() -> None:
+    nodes = (
+        NodeOrigin("index_put", "aten.index_put_.default", 5),
+        NodeOrigin("add", "aten.add.Tensor", 6),
+        NodeOrigin("copy_", "aten.copy_.default", 6),
+    )
+    check = _check(MUTATION_GRAPH, nodes, (_leaf("input args[0]", LeafKind.MUTATED_INPUT),))
+    intermediates = IntermediatesReport("none-diverges", "every intermediate matches", reproduced=True)
+    c = conclude(Localization(_ladder(), BisectReport("found", "inductor"), intermediates), check, MUTATION)
+    assert (c.op, c.line) == ("add_", 6) and [(s.op, s.line) for s in c.also] == [("index_put_", 5)]
+    assert "input `x` (input args[0])" in c.sentence and "x.add_(x.flip(0))" in c.sentence
+    assert not c.sentence.startswith("No first diverging node")
+
+
+def test_functionalization_suspects_the_programs_in_place_writes() -> None:
+    """aot_eager diverges and nothing names an op: the layer that handles mutation points at the program's writes."""
+    check = _check(MUTATION_GRAPH, (), (_leaf("out"),))
+    c = conclude(Localization(_ladder("aot_eager")), check, MUTATION)
+    assert c.stage is Stage.AOT and (c.op, c.line) == ("add_", 6)
+    assert "AOTAutograd" in c.next_step and "clone" in c.next_step
+
+
+def test_precision_and_rng_name_their_setting() -> None:
+    c = conclude(Localization(_ladder(removed_by="emulate_precision_casts")))
+    assert c.stage is Stage.PRECISION and c.workaround == "emulate_precision_casts=True"
+    c = conclude(Localization(_ladder(removed_by="fallback_random")))
+    assert c.stage is Stage.RNG and "fallback_random=True" in c.next_step
+
+
+def test_the_ladder_says_benign_where_its_rungs_are_benign() -> None:
+    """Issue #35 (c): the caption said 'match' beside rungs whose verdict column said 'benign'."""
+    ladder = _ladder()
+    assert ladder.conclusion.startswith(
+        "eager match, aot_eager benign, aot_eager_decomp_partition benign: none diverges"
+    )
+
+
+def test_a_conclusion_survives_its_json() -> None:
+    check = _check(SENSOR_GRAPH, SENSOR_NODES, (_leaf("out[0]"),))
+    loc = Localization(_ladder(), _lowering("remainder", 2), _node("aten.div.Tensor_mode", 6, "bucket = t // STEP"))
+    loc = dataclasses.replace(loc, conclusion=conclude(loc, check, SENSOR))
+    again = Localization.from_json(loc.to_json())
+    assert again.conclusion == loc.conclusion and isinstance(again.conclusion, Conclusion)
+
+
+def test_program_sites_read_dynamo_graphs_writes_and_entry_points() -> None:
+    sites = ProgramSites.build(MUTATION, GeneratedCode(fx_graphs=(MUTATION_GRAPH,)))
+    assert sites.parameter("input args[0]") == "x"
+    assert [(s.op, s.line) for s in sites.writers("x")] == [("index_put_", 5), ("add_", 6)]
+    sensor = ProgramSites.build(SENSOR, GeneratedCode(fx_graphs=(SENSOR_GRAPH,)))
+    assert [s.calls for s in sensor.statements] == [("floordiv",), ("remainder",)]
+    # a recorded line whose text is not the program's line (a stale cache entry) is not trusted
+    stale = ProgramSites.build(
+        SENSOR.replace("bucket = t // STEP", "bucket = t // 0.2"), GeneratedCode(fx_graphs=(SENSOR_GRAPH,))
+    )
+    assert [s.line for s in stale.statements] == [7]
+    assert entry_parameters(
+        "class M(torch.nn.Module):\n    def forward(self, a, b):\n        return a\n\n\nfn = M().eval()\n"
+    ) == (
+        "a",
+        "b",
+    )
