@@ -63,8 +63,14 @@ class CheckOptions:
     # Inductor's provenance tracking: which program line and FX node became which kernel (engine/provenance.py);
     # it keys Inductor's cache on the program's text, so a candidate-heavy caller (the minimizer) turns it off
     provenance: bool = True
+    # the outputs that matter to the user: leaf names, or prefixes of them (`out.logits`, `out.cache`); they lead
+    # the result's views and its `focus` summary (engine/outputs.py). The verdict still judges every leaf.
+    focus: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.focus, str) or not all(isinstance(f, str) and f.strip() for f in self.focus):
+            raise OptionsError(f"focus must be leaf names (strings such as 'out.logits'), not {self.focus!r}")
+        object.__setattr__(self, "focus", tuple(f.strip() for f in self.focus))
         if self.backend is not None and self.backend not in BACKENDS:
             raise OptionsError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}")
         if self.mode is not None and self.mode not in MODES:
@@ -97,6 +103,7 @@ class CheckOptions:
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["inductor_config"] = dict(self.inductor_config)
+        data["focus"] = list(self.focus)
         return data
 
     @classmethod

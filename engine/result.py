@@ -70,6 +70,8 @@ class LeafResult:
     # what the leaf is when the check's false-alarm budget keeps none of its element tests (engine.judge.family):
     # set only on a leaf the element rule alone made divergent
     fallback: Fallback | None = None
+    # where a structural symptom (strides, dtype, ...) makes the leaf divergent: the verdict of its values alone
+    values_verdict: Verdict | None = None
 
     @property
     def structural(self) -> bool:
@@ -264,6 +266,7 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
         "fallback": lambda raw: Fallback(
             Verdict(raw["verdict"]), raw["explanation"], Nearer(raw["nearer"]) if raw["nearer"] else None
         ),
+        "values_verdict": Verdict,
     },
     ErrorInfo: {"kind": ErrorKind},
     Kernel: {},

@@ -102,7 +102,16 @@ def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None
     ladder = next(d.value for d in again.dataframe if "layer at fault" in d.value.columns)
     assert list(ladder["setting"])[:4] == ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
     assert list(ladder["layer at fault"]).index("◀ first to diverge") == 3
-    assert any(e.value.startswith("**Layer at fault:** Inductor") for e in again.error)
+    assert any(m.value.startswith("**Layer at fault:** Inductor") for m in again.markdown)
+    # one answer first: the op, its line and what to do, with each step's agreement beside it
+    conclusion = next(e.value for e in again.error if e.value.startswith("**Conclusion**"))
+    assert (
+        'a // b, torch.div(a, b, rounding_mode="floor")` (line 6, aten.div.Tensor_mode)' in conclusion
+        and "**Next:** Minimize" in conclusion
+    ), conclusion
+    findings = next(d.value for d in again.dataframe if "agrees" in d.value.columns)
+    assert list(findings["step"]) == ["ladder", "bisector", "first diverging node"]
+    assert list(findings["agrees"])[1:] == ["✓ same op", "✓ same op"]
     assert any(
         "subsystem `lowerings`" in m.value and "op `div`" in m.value and " runs" in m.value for m in again.markdown
     ), "no bisector line"

@@ -334,9 +334,15 @@ def view_data(
 
 
 def document(data: dict[str, Any], height: int = HEIGHT) -> str:
-    """The self-contained HTML page of the view."""
+    """The self-contained HTML page of the view. The program's pane is as wide as its longest line wants (up to 60% of
+    the view): at 40% a 1024-px window showed ~20 characters of each line."""
     payload = json.dumps(data).replace("</", "<\\/")
-    return _PAGE.replace("__HEIGHT__", str(height - 8)).replace("__DATA__", payload)
+    longest = max((len(line.rstrip()) for line in data.get("program_text") or [""]), default=0)
+    return (
+        _PAGE.replace("__HEIGHT__", str(height - 8))
+        .replace("__PROGRAM_CH__", str(min(max(longest, 40), 120) + 7))
+        .replace("__DATA__", payload)
+    )
 
 
 _PAGE = r"""<!doctype html>
@@ -352,6 +358,9 @@ body { margin:0; font:13px/1.45 ui-sans-serif,system-ui,-apple-system,"Segoe UI"
 .chip .warn, .gut .warn { color:var(--red); font-weight:700; }
 #panes { display:flex; gap:8px; flex:1; min-height:0; }
 .pane { flex:2 1 0; min-width:0; display:flex; flex-direction:column; border:1px solid var(--line); border-radius:6px; }
+#progpane { flex:0 1 calc(__PROGRAM_CH__ * 7.3px); max-width:60%; min-width:min(40%, 360px); }
+/* a narrow window (1024 px with the sidebar open): program above output code, each the full width */
+@media (max-width: 860px) { #panes { flex-direction:column; } #progpane { max-width:none; flex:1 1 0; } .pane { flex:1 1 0; } }
 .pane .title { padding:3px 8px; font-weight:600; border-bottom:1px solid var(--line); background:#f6f8fa; font-size:12px; }
 .code { overflow:auto; flex:1; font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
 .ln { display:flex; white-space:pre; cursor:default; }
@@ -376,7 +385,7 @@ i.cm { color:#6e7781; }
   <div id="divbar" hidden></div>
   <div id="legend" aria-label="kernels"></div>
   <div id="panes">
-    <div class="pane"><div class="title" id="ptitle"></div><div class="code" id="prog" data-testid="dx-program"></div></div>
+    <div class="pane" id="progpane"><div class="title" id="ptitle"></div><div class="code" id="prog" data-testid="dx-program"></div></div>
     <div class="pane" style="flex-grow:3"><div class="title">Output code (wrapper and kernels)</div><div class="code" id="out" data-testid="dx-output"></div></div>
   </div>
   <div id="detail" data-testid="dx-detail"></div>

@@ -19,6 +19,7 @@ from app.store import RunRecord
 from app.web import code_view, localize_tab, minimize_tab, probes_tab, triton_pass
 from app.web import heatmap as hm
 from engine import CheckResult, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
+from engine import outputs as leaf_roles
 from engine.judge.headline import headline as verdict_headline
 
 BANNER = {
@@ -155,6 +156,11 @@ def banner(result: CheckResult) -> None:
     show(
         f"**Verdict: {result.verdict.value.upper()}** — {plain.sentence}. **Next:** {plain.next_step}.\n\n{headline(result)}"
     )
+    if len(result.leaves) > 1:
+        lead, layout = leaf_roles.summary(result.leaves, leaf_roles.load_focus(result))
+        for line in (lead, layout):
+            if line:
+                st.markdown(line + ".")
     if result.error is not None:
         err = result.error
         st.markdown(f"**Error kind:** `{err.kind.value}`")
@@ -176,7 +182,16 @@ def banner(result: CheckResult) -> None:
         )
 
 
-def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
+LEAF_COLUMNS = {
+    "leaf": st.column_config.TextColumn(width="medium"),
+    "verdict": st.column_config.TextColumn(width="small"),
+    "mismatched": st.column_config.TextColumn(width="small"),
+}
+
+
+def leaf_rows(leaves: tuple[LeafResult, ...] | list[LeafResult]) -> list[dict[str, Any]]:
+    """One row per leaf; what a reader needs first (name, verdict, how many differ) in the first columns, so a narrow
+    window shows them without scrolling sideways."""
     rows = []
     for leaf in leaves:
         shape = "–" if leaf.shape is None else ("×".join(map(str, leaf.shape)) or "scalar")
@@ -185,29 +200,69 @@ def leaf_rows(leaves: tuple[LeafResult, ...]) -> list[dict[str, Any]]:
         dtype = (leaf.dtype or "–").replace("torch.", "")
         if leaf.compiled_dtype and leaf.compiled_dtype != leaf.dtype:
             dtype += f" → {leaf.compiled_dtype.replace('torch.', '')}"
+        verdict = leaf.verdict.value
+        if leaf_roles.role(leaf) is leaf_roles.Role.LAYOUT_ONLY:
+            verdict = f"layout only (values {leaf_roles.values_verdict(leaf).value})"
         rows.append(
             {
                 "leaf": leaf.name,
-                "kind": leaf.kind.value,
-                "shape": shape,
-                "dtype": dtype,
-                "max abs": fmt(leaf.max_abs),
-                "max rel": fmt(leaf.max_rel),
-                "max ULP": fmt(leaf.max_ulp),
+                "verdict": verdict,
                 "mismatched": (
                     f"{leaf.mismatches}/{leaf.numel - leaf.unwritten}"
                     + (f" (+{leaf.unwritten} unwritten)" if leaf.unwritten else "")
                 )
                 if leaf.numel
                 else "–",
+                "max abs": fmt(leaf.max_abs),
+                "max ULP": fmt(leaf.max_ulp),
+                "kind": leaf.kind.value,
+                "shape": shape,
+                "dtype": dtype,
+                "max rel": fmt(leaf.max_rel),
                 "NaN": leaf.nan_mismatches,
                 "inf": leaf.inf_mismatches,
                 "±0": leaf.signed_zero_mismatches,
-                "verdict": leaf.verdict.value,
                 "witness": leaf.witness.value if leaf.witness else "–",  # what decided: fp64, faithful-fp64, tolerance
             }
         )
     return rows
+
+
+def leaf_table(record: RunRecord, result: CheckResult) -> None:
+    """Value leaves first (the outputs that matter before them), layout-only ones after, trivia folded away."""
+    focus = leaf_roles.load_focus(result)
+    ordered = leaf_roles.ordered(result.leaves, focus)
+    shown = [
+        leaf
+        for leaf in ordered
+        if leaf_roles.role(leaf) is not leaf_roles.Role.TRIVIA or leaf_roles.focused(leaf.name, focus)
+    ]
+    trivia = [leaf for leaf in ordered if leaf not in shown]
+    if shown:
+        st.dataframe(leaf_rows(shown), hide_index=True, width="stretch", column_config=LEAF_COLUMNS)
+    if trivia:
+        with st.expander(
+            f"{len(trivia)} other value(s) that match: flags, devices, counts, None ({', '.join(l.name for l in trivia[:3])}…)"
+        ):
+            st.dataframe(leaf_rows(trivia), hide_index=True, width="stretch", column_config=LEAF_COLUMNS)
+    if len(result.leaves) > 1 and record.run_dir and ":" not in record.id:
+        choices = [leaf.name for leaf in ordered if leaf_roles.role(leaf) is not leaf_roles.Role.TRIVIA]
+        st.multiselect(
+            "Outputs that matter",
+            choices,
+            default=[f for f in focus if f in choices],
+            key=f"focus:{record.id}",
+            on_change=_save_focus,
+            args=(record, result),
+            help="They lead this run's views and its summary line; kept with the run (and settable from Python as "
+            "CheckOptions(focus=...)). The verdict still judges every output.",
+        )
+
+
+def _save_focus(record: RunRecord, result: CheckResult) -> None:
+    names = st.session_state.get(f"focus:{record.id}") or []
+    leaf_roles.save_focus(record.run_dir, names)
+    st.session_state.pop(f"leaf:{record.id}", None)  # the leaf picker opens on the first of them
 
 
 def render_run(record: RunRecord, result: CheckResult) -> None:
@@ -226,7 +281,7 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
     tabs = dict(zip(names, st.tabs(names)))
     with tabs["Leaves"]:
         if result.leaves:
-            st.dataframe(leaf_rows(result.leaves), hide_index=True, width="stretch")
+            leaf_table(record, result)
             leaf_explorer(record, result)
         else:
             st.info("Nothing was compared.")
@@ -297,10 +352,11 @@ def triton_tab(record: RunRecord, tri: CheckResult | None) -> None:
 
 
 def leaf_explorer(record: RunRecord, result: CheckResult) -> None:
-    leaves = result.leaves
-    worst = max(range(len(leaves)), key=lambda i: (leaves[i].verdict.severity, leaves[i].max_ulp))
-    names = [l.name for l in leaves]
-    name = st.selectbox("Leaf", names, index=worst, key=f"leaf:{record.id}")
+    focus = leaf_roles.load_focus(result)
+    leaves = leaf_roles.ordered(result.leaves, focus)
+    first = leaf_roles.first_to_show(leaves, focus)
+    names = [leaf.name for leaf in leaves]
+    name = st.selectbox("Leaf", names, index=names.index(first.name) if first else 0, key=f"leaf:{record.id}")
     leaf = result.leaf(name)
     # with one leaf the banner above already says this sentence
     st.markdown(

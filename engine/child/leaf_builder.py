@@ -283,6 +283,7 @@ class LeafBuilder:
         )
         verdict, symptoms, explanation = j.verdict, j.symptoms, j.explanation
         fallback = j.fallback
+        values_verdict = j.verdict if structural else None
         if structural:
             verdict = Verdict.DIVERGENT
             symptoms = (*structural, *symptoms)
@@ -333,6 +334,7 @@ class LeafBuilder:
                 nearer=j.nearer,
                 tests=j.tests,
                 fallback=fallback,
+                values_verdict=values_verdict,
                 **common,  # type: ignore[arg-type]
             )
         )

@@ -349,6 +349,14 @@ def _findings(
     return tuple(out)
 
 
+def _later_input_writes(site: Site, sites: ProgramSites) -> list[tuple[str, Site]]:
+    """In-place writes to the program's inputs on lines after the site's: the hazard an input mutation scheduled
+    around a read of the same input is (issue pytorch#198101's shape)."""
+    if site.line is None:
+        return []
+    return [(p, w) for p in sites.parameters for w in sites.writers(p) if w.line is not None and w.line > site.line]
+
+
 def _where(stage: Stage, workaround: str | None) -> str:
     """The layer in the ladder's and the bisector's words."""
     setting = workaround.split("=")[0] if workaround else ""
@@ -410,6 +418,13 @@ def _sentence(
         lead = (
             f"The divergence is born in {stage.words}; the program's in-place write {site.describe()} "
             "is what that layer handles"
+        )
+    own = {sites.parameter(leaf.name) for leaf in mutated} if writers and site in writers else set()
+    later = [(p, w) for p, w in _later_input_writes(site, sites) if p not in own]
+    if later:
+        lead += (
+            f"; after it, {', '.join(f'{w.describe()} writes the input `{p}`' for p, w in later)} in place: compiled "
+            "code may compute a value before that write and read its input after it"
         )
     grads = [leaf for leaf in divergent if leaf.kind is LeafKind.GRADIENT]
     if grads and len(grads) == len(divergent) and site is bisected:
