@@ -74,21 +74,81 @@ NAME_CHARS = 40
 
 
 def program_name(source: str) -> str:
-    """A pasted program's name in the run list (parsed, never run): its first class, else its first function that
-    is not one of the snippet styles' entry points, else what `fn` computes (its returned expression: `fn` alone
-    would name every fn + inputs program alike), else the first entry point."""
+    """A pasted program's name in the run list (parsed, never run): the model the check calls (`fn = SensorEncoder()`,
+    `fn = model` with `model = GPT2LMHeadModel(config)`, a `fn` that calls such a model, KernelBench's `Model`), else
+    the class no other class uses (helpers like a `PhaseEmbed` inside a `SensorEncoder` are not the program), else a
+    helper function, else what `fn` computes (`torch.softmax(x, -1) * 3.0`; a bare `x` says nothing), else the first
+    entry point."""
     try:
         body = ast.parse(source).body
     except (SyntaxError, ValueError):
         return "pasted program"
-    classes = [n.name for n in body if isinstance(n, ast.ClassDef)]
+    classes = [n for n in body if isinstance(n, ast.ClassDef)]
     functions = [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     named = [n for n in functions if n not in _ENTRY_POINTS]
     assigned = [
         t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name) and t.id == "fn"
     ]
-    first = (classes or named or [c for c in [_computes(body)] if c] or functions or assigned or [None])[0]
+    first = (
+        [m for m in [_model_called(body)] if m]
+        or _outermost(classes)
+        or named
+        or [c for c in [_computes(body)] if c]
+        or functions
+        or assigned
+        or [None]
+    )[0]
     return f"{first} (pasted)" if first else "pasted program"
+
+
+def _constructed(value: ast.expr | None) -> str | None:
+    """The class a value is built from: `SensorEncoder().eval().to(torch.bfloat16)` -> SensorEncoder."""
+    while isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):  # .eval(), .to(...)
+            value = func.value
+            continue
+        if isinstance(func, ast.Attribute) and func.attr == "from_pretrained" and isinstance(func.value, ast.Name):
+            return func.value.id
+        if isinstance(func, ast.Name) and func.id[:1].isupper():
+            return func.id
+        return None
+    return None
+
+
+def _model_called(body: list[ast.stmt]) -> str | None:
+    """The model class the entry point is or calls."""
+    built: dict[str, str] = {}
+    for node in body:
+        if isinstance(node, ast.Assign):
+            cls = _constructed(node.value)
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    if cls:
+                        built[t.id] = cls
+                    elif isinstance(node.value, ast.Name) and node.value.id in built:  # fn = model
+                        built[t.id] = built[node.value.id]
+    if "fn" in built:
+        return built["fn"]
+    for node in body:
+        if isinstance(node, ast.FunctionDef) and node.name == "fn":
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in built:
+                    return built[sub.func.id]
+    if any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in body):  # KernelBench
+        return "Model"
+    return None
+
+
+def _outermost(classes: list[ast.ClassDef]) -> list[str]:
+    """Classes no other class of the program uses (by name), the last one first: the model, not its parts."""
+    used = {
+        sub.id
+        for c in classes
+        for sub in ast.walk(c)
+        if isinstance(sub, ast.Name) and sub.id != c.name and sub.id in {k.name for k in classes}
+    }
+    return [c.name for c in reversed(classes) if c.name not in used]
 
 
 def _computes(body: list[ast.stmt]) -> str | None:
@@ -109,6 +169,8 @@ def _computes(body: list[ast.stmt]) -> str | None:
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "fn" for t in node.targets):
             value = node.value.body if isinstance(node.value, ast.Lambda) else node.value
     if value is None:
+        return None
+    if isinstance(value, ast.Name):  # a bare `x` names nothing about the program
         return None
     text = ", ".join(ast.unparse(v) for v in value.elts) if isinstance(value, ast.Tuple) else ast.unparse(value)
     text = " ".join(text.split())

@@ -25,6 +25,12 @@ from app.store import INTERRUPTED, RunRecord  # noqa: E402
 from app.web import editor, options_form, result_view, running, sweeps_page  # noqa: E402
 from engine import CheckOptions, OptionsError  # noqa: E402
 
+# what the run list's marks mean (result_view.ICON and run_icon)
+RUN_LEGEND = (
+    ":green[●] match or benign · :orange[●] precision-cast · :violet[●] rng · :red[●] divergent · :red[▲] error · "
+    ":gray[■] cancelled · ⏹ interrupted · :gray[○] still running"
+)
+
 PLACEHOLDER = """import torch
 
 def fn(x, w):
@@ -81,21 +87,31 @@ def _on_load_case() -> None:
 
 
 def _open_run(run_id: str) -> None:
+    """A run picked in the sidebar: it shows below, and its program fills the editor when the editor is empty (as
+    a `?run=` link does; a program being edited is never replaced: the run's page offers to load it)."""
     st.session_state["current_run"] = run_id
     st.session_state["scroll_to"] = run_id
+    if not st.session_state.get("source", "").strip():
+        _fill_editor(run_id)
 
 
 def _open_link(run_id: str) -> None:
     """A new session opened through a run's link: its program fills the still empty editor, then its result shows."""
+    if not st.session_state.get("source"):
+        _fill_editor(run_id)
+    st.session_state["scroll_to"] = run_id
+
+
+def _fill_editor(run_id: str) -> None:
+    """The run's program and settings into the editor and the settings form."""
     record = running.store().get(run_id)
     snippet = Path(record.run_dir) / "snippet.py" if record is not None else None
-    if record is not None and snippet is not None and snippet.exists() and not st.session_state.get("source"):
+    if record is not None and snippet is not None and snippet.exists():
         result_view.load_snippet(snippet.read_text(), record)
         try:
             options_form.fill(st.session_state, CheckOptions.from_json(dict(record.options), strict=False))
         except (OptionsError, TypeError, ValueError):
             pass  # the run's program still loads; its settings stay the defaults
-    st.session_state["scroll_to"] = run_id
 
 
 # -- page parts ---------------------------------------------------------------------------------------------
@@ -107,6 +123,8 @@ def past_runs(sidebar: DeltaGenerator) -> None:
     mine = running.store().recent(30, session=session)
     if not mine:
         sidebar.caption("Runs you start are kept here, and stay after a reload or a restart of the app.")
+    else:
+        sidebar.caption(RUN_LEGEND)
     for r in mine:
         _run_button(sidebar, r, "open")
     others = running.store().recent(30, exclude_session=session)
@@ -121,15 +139,21 @@ def _run_button(where: object, r: RunRecord, prefix: str) -> None:
     icon = "⏹" if r.status == INTERRUPTED else result_view.run_icon(r.verdict, r.explanation)
     current = r.id == st.session_state.get("current_run")
     # the open run is marked by an arrow and bold type, not a red (primary) button that would hide a red status dot
-    label = f"{'**▸** ' if current else ''}{icon} {'**' + r.name[:36] + '**' if current else r.name[:38]} · {when}"
+    name = ellipsize(r.name, 30 if current else 32)
+    label = f"{'**▸** ' if current else ''}{icon} {'**' + name + '**' if current else name} · {when}"
     where.button(
         label,
         key=f"{prefix}:{r.id}",
         on_click=_open_run,
         args=(r.id,),
         width="stretch",
-        help="the run shown below" if current else None,
+        help=f"{r.name}{' (the run shown below)' if current else ''}",
     )  # type: ignore[attr-defined]
+
+
+def ellipsize(text: str, limit: int) -> str:
+    """A name cut to fit its button says so: 'SensorEncoder with a very lon…', never a word cut without a sign."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _on_pick_row() -> None:

@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
@@ -78,6 +78,7 @@ class Outcome:
     report: str | None = None
     notes: tuple[str, ...] = ()
     title: str | None = None  # the title: GitHub's title field (the report is the body)
+    settings: dict[str, Any] | None = None  # what it ran with (Settings as a dict): a reopened run shows them
 
 
 @dataclass(frozen=True)
@@ -311,6 +312,7 @@ class MinimizeJob:
             r.report,
             r.notes,
             r.title,
+            asdict(self.settings),
         )
 
     def _ended(self, state: str, message: str) -> Outcome:
@@ -342,6 +344,7 @@ class MinimizeJob:
             final.torch_ops,
             minimized=best or "",
             notes=snap.notes,
+            settings=asdict(self.settings),
         )
 
 
@@ -367,6 +370,7 @@ def load_outcome(run_dir: Path) -> Outcome | None:
     try:
         data = json.loads(path.read_text())
         data["notes"] = tuple(data.get("notes", ()))
-        return Outcome(**data)
+        known = {f.name for f in fields(Outcome)}
+        return Outcome(**{k: v for k, v in data.items() if k in known})
     except (OSError, ValueError, TypeError):
         return None

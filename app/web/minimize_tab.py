@@ -79,6 +79,31 @@ def _stop(run_id: str) -> None:
         job.stop()
 
 
+def _show_settings_it_ran_with(run_id: str, job: MinimizeJob | None, outcome: Outcome | None) -> None:
+    """A minimization running or kept shows the settings it ran with, not the defaults (once per session: a change
+    the user makes afterwards stays)."""
+    settings = job.settings if job is not None else None
+    if settings is None and outcome is not None and outcome.settings:
+        try:
+            settings = Settings(**outcome.settings)
+        except TypeError:
+            settings = None
+    state = st.session_state
+    seeded = state.get(f"min_seeded:{run_id}")
+    if settings is not None and seeded != "ran":
+        state[f"min_seeded:{run_id}"] = "ran"
+        state[f"min_budget:{run_id}"] = int(settings.budget_s)
+        state[f"min_graph:{run_id}"] = settings.use_graph
+        state[f"min_shrinkray:{run_id}"] = settings.use_shrinkray and find_shrinkray() is not None
+        state[f"min_ablation:{run_id}"] = settings.ablation
+    elif not seeded:  # the defaults, through session state only (a widget given both warns on the page)
+        state[f"min_seeded:{run_id}"] = "defaults"
+        state.setdefault(f"min_budget:{run_id}", int(Settings.budget_s))
+        state.setdefault(f"min_graph:{run_id}", True)
+        state.setdefault(f"min_shrinkray:{run_id}", find_shrinkray() is not None)
+        state.setdefault(f"min_ablation:{run_id}", True)
+
+
 def render(record: RunRecord, result: CheckResult) -> None:
     if result.verdict is not Verdict.DIVERGENT:
         st.info(
@@ -97,24 +122,23 @@ def render(record: RunRecord, result: CheckResult) -> None:
         "differently is rejected). Every candidate is checked in the engine's worker. The result is a standalone repro.py, verified in "
         "a fresh process, and an issue body in PyTorch's PT2 bug-report form."
     )
+    _show_settings_it_ran_with(record.id, job, load_outcome(Path(record.run_dir)))
     # two rows of two: four in a row cut the checkboxes' labels at 1024 px ("shrinkray p…")
     a, b = st.columns(2)
     c, d = st.columns(2)
     a.number_input(
         "Time budget (s)",
         min_value=5,
-        value=int(Settings.budget_s),
         step=60,
         format="%d",
         key=f"min_budget:{record.id}",
         disabled=running_now,
         help="for the reduction; checking the original, verifying the repro and the ablation come on top",
     )
-    b.checkbox("Dynamo-graph rewrite", value=True, key=f"min_graph:{record.id}", disabled=running_now)
+    b.checkbox("Dynamo-graph rewrite", key=f"min_graph:{record.id}", disabled=running_now)
     installed = find_shrinkray() is not None
     c.checkbox(
         "shrinkray polish",
-        value=installed,
         key=f"min_shrinkray:{record.id}",
         disabled=running_now or not installed,
         help="shrinkray polishes the result at the end"
@@ -123,7 +147,6 @@ def render(record: RunRecord, result: CheckResult) -> None:
     )
     d.checkbox(
         "Ablation in the issue body",
-        value=True,
         key=f"min_ablation:{record.id}",
         disabled=running_now,
         help="re-check the result under eager, aot_eager, aot_eager_decomp_partition, inductor and Inductor's numerics flags",

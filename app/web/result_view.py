@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,16 @@ def about_case(record: RunRecord) -> None:
                 st.caption(f"upstream: {case.upstream}")
 
 
+_MISSING = re.compile(r"No module named '([\w.]+)'")
+
+
+def missing_module(message: str) -> str | None:
+    """The top-level module a program could not import: the user installs it where checks run (the server's own
+    environment: the worker is started with the server's Python), not in their program."""
+    m = _MISSING.search(message)
+    return m.group(1).split(".")[0] if m else None
+
+
 def headline(result: CheckResult) -> str:
     """The verdict's sentence without what the banner already says: the verdict's name, a one-leaf tally."""
     text = result.explanation
@@ -140,10 +151,36 @@ def headline(result: CheckResult) -> str:
     return re.sub(r" \(1 leaves: [^)]*\)$", "", text)
 
 
+# what the program was doing in each stage of the worker's (engine.runner's stage names), in the user's words
+_STAGE_WORDS = {
+    "queued": "it was still waiting for a free worker",
+    "starting worker": "the worker was still starting (importing torch)",
+    "loading": "your program's module-level code or `inputs()` had not returned",
+    "eager": "your `fn` had not returned when run eagerly",
+    "compiling": "torch.compile was still compiling your `fn`",
+    "compiled run": "the compiled `fn` had not returned",
+    "fp64 reference": "the float64 reference run of your `fn` had not returned",
+    "faithful reference": "the float64 reference run of your `fn` had not returned",
+    "comparing": "eager's and compiled's outputs were still being compared",
+}
+
+
+def where_it_stopped(result: CheckResult) -> str:
+    """'It was stopped while your `fn` had not returned when run eagerly, after 10 s.' from the stages it went
+    through (the last one is where it was when Cancel came), or '' when nothing says."""
+    stages = [(name, s) for name, s in result.stage_seconds.items() if name not in ("finishing", "saving")]
+    if not stages:
+        return ""
+    name, seconds = stages[-1]
+    words = _STAGE_WORDS.get(name.split(":")[0].strip(), f"it was in its {name} stage")
+    return f"When Cancel came, {words} after {seconds:.0f} s. "
+
+
 def banner(result: CheckResult) -> None:
     if result.error is not None and result.error.kind is ErrorKind.CANCELLED:
         st.warning(
-            "**Cancelled** — the check was stopped before it finished, so it has no verdict. Run it again to get one."
+            f"**Cancelled** — the check was stopped before it finished, so it has no verdict. {where_it_stopped(result)}"
+            "Run it again to get one."
         )
         tail = result.error.output_tail or result.output_tail
         if tail.strip():
@@ -152,10 +189,17 @@ def banner(result: CheckResult) -> None:
         return
     show = BANNER[result.verdict]
     plain = verdict_headline(result.verdict, result.leaves, result.error.kind if result.error else None)
-    # the plain sentence and the next step first, the figures after them (issue #26)
-    show(
-        f"**Verdict: {result.verdict.value.upper()}** — {plain.sentence}. **Next:** {plain.next_step}.\n\n{headline(result)}"
+    missing = missing_module(result.error.message) if result.error is not None else None
+    next_step = (
+        f"install `{missing}` into the server's environment (`{sys.executable} -m pip install {missing}`, or the "
+        "package that provides it), then run the check again"
+        if missing
+        else plain.next_step
     )
+    # the plain sentence and the next step first, the figures after them (issue #26); an error's message is shown
+    # once, below, not again in the banner
+    figures = "" if result.error is not None else f"\n\n{headline(result)}"
+    show(f"**Verdict: {result.verdict.value.upper()}** — {plain.sentence}. **Next:** {next_step}.{figures}")
     if len(result.leaves) > 1:
         lead, layout = leaf_roles.summary(result.leaves, leaf_roles.load_focus(result))
         for line in (lead, layout):
@@ -166,7 +210,8 @@ def banner(result: CheckResult) -> None:
         st.markdown(f"**Error kind:** `{err.kind.value}`")
         st.code(err.message, language="text", wrap_lines=True)
         if err.traceback.strip():
-            with st.expander("Traceback", expanded=True):
+            # open when it says more than the message above (where the program failed), folded when it only repeats it
+            with st.expander("Traceback", expanded=missing is None):
                 st.code(err.traceback.rstrip(), language="python")
         tail = err.output_tail or result.output_tail
         if tail.strip():
