@@ -36,6 +36,15 @@ class Variant:
     expected_cuda: Verdict
     expected_cpu_torch: str | None = None  # see SampleCase
     expected_cuda_torch: str | None = None
+    # a change to the program the case's text suggests ("change randint to randn"): (text, replacement), applied once
+    replace: tuple[str, str] | None = None
+    label: str = ""  # what the variant changes, in words, for its button ("randn instead of randint")
+
+    def source(self, program: str) -> str:
+        """The case's program with this variant's change made."""
+        if self.replace is None:
+            return program
+        return program.replace(self.replace[0], self.replace[1], 1)
 
 
 FIGURES = (
@@ -166,6 +175,8 @@ def load_case(toml_path: Path) -> SampleCase:
             _verdict(toml_path, v.get("expected_cuda", data["expected_cuda"])),
             _torch_version(toml_path, v.get("expected_cpu_torch", data.get("expected_cpu_torch"))),
             _torch_version(toml_path, v.get("expected_cuda_torch", data.get("expected_cuda_torch"))),
+            _replacement(toml_path, snippet, v.get("replace")),
+            str(v.get("label", "")),
         )
         for v in data.get("variants", [])
     )
@@ -191,6 +202,17 @@ def load_case(toml_path: Path) -> SampleCase:
         measured_cpu=measured,
         heavy=str(data.get("heavy", "")),
     )
+
+
+def _replacement(path: Path, snippet: Path, raw: Any) -> tuple[str, str] | None:
+    """A variant's `replace = ["text in the program", "what replaces it"]`: the text must be in the program."""
+    if raw is None:
+        return None
+    if not (isinstance(raw, list) and len(raw) == 2 and all(isinstance(x, str) for x in raw)):
+        raise CaseError(f"{path.name}: a variant's replace must be [text, replacement]")
+    if raw[0] not in snippet.read_text():
+        raise CaseError(f"{path.name}: a variant replaces {raw[0]!r}, not in {snippet.name}")
+    return raw[0], raw[1]
 
 
 def _measured(path: Path, raw: Any) -> tuple[Measured, ...]:

@@ -24,6 +24,7 @@ PINNED = re.search(r"^torch==(\S+)", (Path(__file__).resolve().parents[1] / "con
 RUNS = [
     pytest.param(
         case,
+        source,
         options,
         expected,
         measured,
@@ -31,9 +32,10 @@ RUNS = [
         marks=[pytest.mark.slow] if case.slow else [],
     )
     for case in CASES
-    for n, (options, expected, measured) in enumerate(
+    for n, (source, options, expected, measured) in enumerate(
         [
             (
+                case.source(),
                 case.options,
                 {
                     "cpu": (case.expected_cpu, case.expected_cpu_torch),
@@ -43,6 +45,7 @@ RUNS = [
             ),
             *(
                 (
+                    v.source(case.source()),  # a variant may change the program as the case's text suggests
                     v.options,
                     {"cpu": (v.expected_cpu, v.expected_cpu_torch), "cuda": (v.expected_cuda, v.expected_cuda_torch)},
                     (),
@@ -128,21 +131,21 @@ def _figures(result, case, measured, measured_on: str | None) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case, options, expected, measured", RUNS)
-def test_case_verdict_on_cpu(runner, tmp_path, case, options, expected, measured):
+@pytest.mark.parametrize("case, source, options, expected, measured", RUNS)
+def test_case_verdict_on_cpu(runner, tmp_path, case, source, options, expected, measured):
     if case.heavy and os.environ.get("DIVERGENCE_HEAVY_CASES") != "1":
         pytest.skip(f"{case.slug} is heavy on CPU ({case.heavy}): run with DIVERGENCE_HEAVY_CASES=1")
-    r = runner.check(case.source(), options.replace(device="cpu", timeout_s=300), str(case.path), run_dir=tmp_path)
+    r = runner.check(source, options.replace(device="cpu", timeout_s=300), str(case.path), run_dir=tmp_path)
     assert not stored_figures_disagree(r)  # the chunked comparison gives the figures of the whole-tensor one
     _expect(r, case, "cpu", expected["cpu"])
     _figures(r, case, measured, expected["cpu"][1])
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("case, options, expected, measured", RUNS)
-def test_case_verdict_on_cuda(runner, tmp_path, case, options, expected, measured):
+@pytest.mark.parametrize("case, source, options, expected, measured", RUNS)
+def test_case_verdict_on_cuda(runner, tmp_path, case, source, options, expected, measured):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    r = runner.check(case.source(), options.replace(device="cuda", timeout_s=300), str(case.path), run_dir=tmp_path)
+    r = runner.check(source, options.replace(device="cuda", timeout_s=300), str(case.path), run_dir=tmp_path)
     _expect(r, case, "cuda", expected["cuda"])

@@ -260,6 +260,7 @@ def view_data(
     modules: Sequence[OutputCode],
     divergence: Divergence | None = None,
     focus: str | None = None,
+    graph_breaks: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Everything the browser side needs, as plain JSON (also what the tests inspect)."""
     kernels: list[dict[str, Any]] = []
@@ -330,7 +331,34 @@ def view_data(
         "notes": notes,
         "divergence": div,
         "focus": focus,
+        "breaks": [{"line": line, "reason": reason} for line, reason in breaks_on_lines(graph_breaks, program)],
     }
+
+
+_BREAK_AT = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in [^\n]*\n\s+(?P<code>[^\n]*)')
+
+
+def breaks_on_lines(graph_breaks: Sequence[str], program: str) -> list[tuple[int, str]]:
+    """Where Dynamo broke the graph, as (program line, reason in one line): the innermost frame of its user-code
+    traceback whose text is the program's own line, and the first line of its reason ("Unsupported Tensor.item()
+    call with capture_scalar_outputs=False")."""
+    lines = program.splitlines()
+    found: list[tuple[int, str]] = []
+    for text in graph_breaks:
+        frames = [
+            int(m["line"])
+            for m in _BREAK_AT.finditer(text)
+            if 0 < int(m["line"]) <= len(lines) and lines[int(m["line"]) - 1].strip() == m["code"].strip()
+        ]
+        if not frames:
+            continue
+        after = text.split("Graph Break Reason:", 1)[-1].splitlines()
+        reasons = [r.strip() for r in after[1:] if r.strip() and not r.startswith(" ")]
+        reason = reasons[0] if reasons else after[0].strip()
+        entry = (frames[-1], reason)
+        if entry not in found:
+            found.append(entry)
+    return found
 
 
 def document(data: dict[str, Any], height: int = HEIGHT) -> str:
@@ -380,6 +408,7 @@ i.cm { color:#6e7781; }
 #detail code { font:12px ui-monospace,monospace; background:#eef1f4; padding:0 3px; border-radius:3px; }
 #divbar { padding:3px 8px; border-left:4px solid var(--red); background:#fff1f1; font-size:12px; }
 .note { color:var(--muted); font-size:11px; }
+.gb { margin-left:14px; padding:0 6px; border-radius:4px; background:#fff4d6; color:#7a4d00; font:11px ui-sans-serif,system-ui,sans-serif; }
 </style></head><body>
 <div id="dx">
   <div id="divbar" hidden></div>
@@ -433,7 +462,8 @@ D.program.forEach((h, i) => {
   row.className = "ln" + (keys.length ? " k" : "") + (div && div.line === n ? " div" : "");
   row.dataset.line = n; row.dataset.kernels = keys.join(" ");
   const chips = keys.map(k => `<i style="background:${K[k].color}"></i>`).join("") + (div && div.line === n ? '<span class="warn">⚠</span>' : "");
-  row.innerHTML = `<span class="no">${n}</span><span class="gut">${chips}</span><span class="tx" style="${paint(keys)}">${h || " "}</span>`;
+  const gb = (D.breaks || []).filter(b => b.line === n).map(b => `<span class="gb" data-testid="dx-break" title="Dynamo broke the graph here: ${esc(b.reason)}">⟂ graph break: ${esc(b.reason)}</span>`).join("");
+  row.innerHTML = `<span class="no">${n}</span><span class="gut">${chips}</span><span class="tx" style="${paint(keys)}">${h || " "}${gb}</span>`;
   row.onclick = () => select(keys.length || (div && div.line === n) ? {line: n} : null);
   prog.appendChild(row);
 });
@@ -540,7 +570,13 @@ def render(record: RunRecord, result: CheckResult, tri: CheckResult | None, loca
         chosen.code.output_code, localization.intermediates if localization and which == "this check" else None, program
     )
     names = {o.provenance.program for o in chosen.code.output_code if o.provenance is not None and o.provenance.program}
-    data = view_data(program, next(iter(names), "snippet.py"), chosen.code.output_code, divergence)
+    data = view_data(
+        program,
+        next(iter(names), "snippet.py"),
+        chosen.code.output_code,
+        divergence,
+        graph_breaks=chosen.code.graph_breaks,
+    )
     st.iframe(document(data), height=HEIGHT)
     st.caption(COLOURS)
 

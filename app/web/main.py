@@ -22,7 +22,7 @@ from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
 from app import gallery  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
-from app.web import editor, options_form, result_view, running, sweeps_page  # noqa: E402
+from app.web import compare_view, editor, options_form, result_view, running, sweeps_page  # noqa: E402
 from engine import CheckOptions, OptionsError  # noqa: E402
 
 # what the run list's marks mean (result_view.ICON and run_icon)
@@ -79,11 +79,28 @@ def _on_load_case() -> None:
     if case is None:
         return
     variant = st.session_state.get("gallery_variant", 0) or 0
-    options = case.variants[variant - 1].options if 0 < variant <= len(case.variants) else case.options
-    options_form.fill(st.session_state, options)
+    chosen = case.variants[variant - 1] if 0 < variant <= len(case.variants) else None
+    options_form.fill(st.session_state, chosen.options if chosen else case.options)
     st.session_state.update(
-        source=case.source(), origin=f"gallery:{case.slug}", name=case.title, filename=f"sample_cases/{case.slug}.py"
+        source=chosen.source(case.source()) if chosen else case.source(),
+        origin=f"gallery:{case.slug}",
+        name=f"{case.title} ({chosen.label})" if chosen and chosen.label else case.title,
+        filename=f"sample_cases/{case.slug}.py",
     )
+
+
+def _on_run_pair(slug: str, variant: int) -> None:
+    """One click: the case as written, then its suggested change, checked one after the other and shown side by side."""
+    cases, _ = _cases()
+    case = next((c for c in cases if c.slug == slug), None)
+    if case is None or not 0 < variant <= len(case.variants):
+        return
+    v = case.variants[variant - 1]
+    st.session_state["queue"] = [
+        (case.source(), f"sample_cases/{slug}.py", case.options, case.title, f"gallery:{slug}"),
+        (v.source(case.source()), f"sample_cases/{slug}.py", v.options, f"{case.title} ({v.label})", f"gallery:{slug}"),
+    ]
+    st.session_state["queue_done"] = []
 
 
 def _open_run(run_id: str) -> None:
@@ -212,6 +229,15 @@ def gallery_section() -> None:
         else:
             st.session_state["gallery_variant"] = 0
         st.button("Load into the editor", key="load_case", on_click=_on_load_case)
+        for i, v in enumerate(case.variants, 1):
+            if v.replace is not None:
+                st.button(
+                    f"Run it and the suggested change ({v.label or 'variant'}) side by side",
+                    key=f"pair:{case.slug}:{i}",
+                    on_click=_on_run_pair,
+                    args=(case.slug, i),
+                    help="checks the case as written, then the change its explanation suggests, and shows both verdicts",
+                )
         for p in problems:
             st.caption(f"skipped: {p}")
 
@@ -221,7 +247,7 @@ def _variant_label(case: gallery.SampleCase, i: int) -> str:
         opts = ", ".join(f"{k}={v}" for k, v in case.settings.items()) or "defaults"
         return f"case options ({opts}) → expect {case.expected_cpu.value}"
     v = case.variants[i - 1]
-    opts = ", ".join(f"{k}={val}" for k, val in v.settings.items())
+    opts = ", ".join([v.label] * bool(v.label) + [f"{k}={val}" for k, val in v.settings.items()])
     return f"{opts} → expect {v.expected_cpu.value}"
 
 
@@ -256,6 +282,25 @@ def start_check() -> None:
     st.session_state["active"] = running.submit(
         source, st.session_state["filename"], options, name, origin, running.session()
     )
+
+
+def _submit_queued() -> None:
+    source, filename, options, name, origin = st.session_state["queue"].pop(0)
+    st.session_state["active"] = running.submit(source, filename, options, name, origin, running.session())
+
+
+def _next_queued(finished: str) -> running.Active | None:
+    """After a queued check: the next one starts; after the last, the runs of the queue show side by side."""
+    if "queue_done" not in st.session_state:
+        return None
+    st.session_state["queue_done"].append(finished)
+    if st.session_state.get("queue"):
+        _submit_queued()
+        return st.session_state["active"]  # type: ignore[no-any-return]
+    done = st.session_state.pop("queue_done")
+    if len(done) == 2:
+        compare_view.set_partner(done[1], done[0])  # the variant's page shows the case as written beside it
+    return None
 
 
 def show_current() -> None:
@@ -340,12 +385,19 @@ def main() -> None:
                 st.toast("A check is already running; cancel it or wait for it.")
             else:
                 start_check()
+        if "active" not in st.session_state and st.session_state.get("queue"):
+            _submit_queued()
         active = st.session_state.get("active")
-        if active is not None:
+        while active is not None:
             running.follow(active)
             del st.session_state["active"]
             st.session_state["current_run"] = active.run_id
             st.session_state["scroll_to"] = active.run_id
+            if active.cancelled:  # Cancel stops what was queued after it too
+                st.session_state.pop("queue", None)
+                st.session_state.pop("queue_done", None)
+                break
+            active = _next_queued(active.run_id)
     current = st.session_state.get("current_run")
     if current and st.query_params.get("run") != current:
         st.query_params["run"] = current

@@ -17,7 +17,7 @@ import streamlit as st
 
 from app import gallery
 from app.store import RunRecord
-from app.web import code_view, localize_tab, minimize_tab, probes_tab, triton_pass
+from app.web import code_view, compare_view, localize_tab, minimize_tab, probes_tab, running, triton_pass
 from app.web import heatmap as hm
 from engine import CheckResult, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
 from engine import outputs as leaf_roles
@@ -314,6 +314,8 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
     header(record)
     banner(result)
     about_case(record)
+    if ":" not in record.id:
+        side_by_side(record, result)
     with_triton = triton_pass.requested(record.options) or result.triton_cpu is not None
     tri = triton_pass.load(result) if with_triton else None
     if with_triton:
@@ -345,6 +347,19 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
         snippet_tab(record, result)
         with st.expander("Details: style, environment, stage times, options"):
             details_tab(result)
+
+
+def side_by_side(record: RunRecord, result: CheckResult) -> None:
+    """This run beside another (a case beside its suggested change, or any run the user picks)."""
+    with st.expander("Compare with another run", expanded=compare_view.partner_of(record.id) is not None):
+        compare_view.picker(record)
+        other_id = compare_view.partner_of(record.id)
+        other = running.store().get(other_id) if other_id else None
+        other_result = running.load_result(other) if other is not None else None
+        if other is not None and other_result is not None:
+            compare_view.render((other, other_result), (record, result))
+        elif other_id:
+            st.caption(f"Run `{other_id}` has no result to show.")
 
 
 def triton_caption(tri: CheckResult | None) -> None:

@@ -149,7 +149,7 @@ def follow(active: Active) -> CheckResult:
     """Show the live stage and a Cancel button until the job (and any Triton pass) ends; record the result."""
     with st.status(f"Checking {active.name} …", expanded=True) as status:
         cancel_slot = st.empty()
-        if cancel_slot.button("Cancel", key="cancel", help="stop the worker that runs this check"):
+        if cancel_slot.button("Cancel", key=f"cancel:{active.run_id}", help="stop the worker that runs this check"):
             active.cancel()
         line = st.empty()
         while not active.job.done():
