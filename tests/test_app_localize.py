@@ -99,7 +99,7 @@ def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None
     assert loc is not None and loc.ablation is not None and loc.bisect is not None and loc.intermediates is not None
 
     again = reopen(run_id)  # everything below is read back from the run's directory
-    ladder = next(d.value for d in again.dataframe if "layer at fault" in d.value.columns)
+    ladder = next(t.value for t in again.table if "layer at fault" in t.value.columns)
     assert list(ladder["setting"])[:4] == ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
     assert list(ladder["layer at fault"]).index("◀ first to diverge") == 3
     assert any(m.value.startswith("**Layer at fault:** Inductor") for m in again.markdown)
@@ -109,7 +109,7 @@ def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None
         'a // b, torch.div(a, b, rounding_mode="floor")` (line 6, aten.div.Tensor_mode)' in conclusion
         and "**Next:** Minimize" in conclusion
     ), conclusion
-    findings = next(d.value for d in again.dataframe if "agrees" in d.value.columns)
+    findings = next(t.value for t in again.table if "agrees" in t.value.columns)
     assert list(findings["step"]) == ["ladder", "bisector", "first diverging node"]
     assert list(findings["agrees"])[1:] == ["✓ same op", "✓ same op"]
     assert any(

@@ -65,6 +65,17 @@ def test_the_outputs_that_matter_lead_and_are_kept_with_the_run(tmp_path: Path) 
         CheckOptions(focus="out.logits")  # a string is not a list of names
 
 
+def test_the_terminal_report_leads_with_the_value_outputs() -> None:
+    from app.cli.report import render
+    from engine import CheckResult
+
+    result = CheckResult(Verdict.DIVERGENT, "divergent: ...", CheckOptions(focus=("out.logits",)), leaves=GPT2_LIKE)
+    text = render(result)
+    assert "\n  Outputs you marked: out.logits precision-cast.\n" in text
+    table = [line.split()[0] for line in text.splitlines() if line.startswith("out.")]
+    assert table[0] == "out.logits" and table[-1] == "out.cache.layers[0].device", table
+
+
 pytest.importorskip("streamlit")
 pytest.importorskip("transformers")
 

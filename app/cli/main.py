@@ -47,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--seeds", type=int, default=1, help="re-run with N input seeds and report the worst")
     check.add_argument("--seed", type=int, default=0, help="first seed")
     check.add_argument("--strict", action="store_true", help="bit-exact: any difference is divergent")
+    check.add_argument(
+        "--focus",
+        action="append",
+        default=[],
+        metavar="LEAF",
+        help="an output that matters (a leaf name or its prefix, e.g. out.logits); repeatable. It leads the report",
+    )
     check.add_argument("--no-fp64", dest="fp64", action="store_false", help="skip the fp64 reference run")
     check.add_argument(
         "--no-precision-recheck",
@@ -164,6 +171,7 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
         triton_cpu=args.triton_cpu,
         timeout_s=args.timeout,
         memory_limit_mb=args.memory_mb,
+        focus=tuple(getattr(args, "focus", ()) or ()),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine import outputs as leaf_roles
 from engine.judge.headline import headline
 from engine.result import CheckResult, LeafResult
 
@@ -78,9 +79,13 @@ def table(leaves: tuple[LeafResult, ...]) -> str:
 def render(result: CheckResult) -> str:
     plain = headline(result.verdict, result.leaves, result.error.kind if result.error else None)
     # the plain sentence and the next step first, the figures after them (issue #26)
-    out: list[str] = [f"VERDICT: {result.verdict.value.upper()} — {plain.sentence}.", f"  Next: {plain.next_step}.", ""]
+    out: list[str] = [f"VERDICT: {result.verdict.value.upper()} — {plain.sentence}.", f"  Next: {plain.next_step}."]
+    focus = leaf_roles.load_focus(result)
+    if len(result.leaves) > 1:  # the outputs that matter and the layout-only leaves, in a line each
+        out.extend(f"  {line.replace('`', '')}." for line in leaf_roles.summary(result.leaves, focus) if line)
+    out.append("")
     if result.leaves:
-        out.append(table(result.leaves))
+        out.append(table(leaf_roles.ordered(result.leaves, focus)))  # values first, trivia last
         out.append("")
     out.append(f"  {result.explanation}")
     for leaf in result.leaves:

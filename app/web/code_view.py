@@ -45,7 +45,7 @@ PALETTE = (
     "#ccebc5",
     "#ffed6f",
 )
-HEIGHT = 640
+HEIGHT = 720
 _KEYWORDS = re.compile(
     r"\b(def|return|import|from|as|class|for|in|if|else|elif|while|with|del|None|True|False|lambda|"
     r"void|const|auto|float|double|int|int64_t|bool|extern|include|pragma|static|inline|template|tl|triton)\b"
@@ -387,8 +387,9 @@ body { margin:0; font:13px/1.45 ui-sans-serif,system-ui,-apple-system,"Segoe UI"
 #panes { display:flex; gap:8px; flex:1; min-height:0; }
 .pane { flex:2 1 0; min-width:0; display:flex; flex-direction:column; border:1px solid var(--line); border-radius:6px; }
 #progpane { flex:0 1 calc(__PROGRAM_CH__ * 7.3px); max-width:60%; min-width:min(40%, 360px); }
+#outpane { flex-grow:3; }
 /* a narrow window (1024 px with the sidebar open): program above output code, each the full width */
-@media (max-width: 860px) { #panes { flex-direction:column; } #progpane { max-width:none; flex:1 1 0; } .pane { flex:1 1 0; } }
+@media (max-width: 860px) { #panes { flex-direction:column; } #progpane { max-width:none; flex:1 1 0; } .pane, #outpane { flex:1 1 0; min-height:0; } #legend { max-height:52px; } #divbar { max-height:64px; overflow:auto; } }
 .pane .title { padding:3px 8px; font-weight:600; border-bottom:1px solid var(--line); background:#f6f8fa; font-size:12px; }
 .code { overflow:auto; flex:1; font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
 .ln { display:flex; white-space:pre; cursor:default; }
@@ -415,7 +416,7 @@ i.cm { color:#6e7781; }
   <div id="legend" aria-label="kernels"></div>
   <div id="panes">
     <div class="pane" id="progpane"><div class="title" id="ptitle"></div><div class="code" id="prog" data-testid="dx-program"></div></div>
-    <div class="pane" style="flex-grow:3"><div class="title">Output code (wrapper and kernels)</div><div class="code" id="out" data-testid="dx-output"></div></div>
+    <div class="pane" id="outpane"><div class="title">Output code (wrapper and kernels)</div><div class="code" id="out" data-testid="dx-output"></div></div>
   </div>
   <div id="detail" data-testid="dx-detail"></div>
 </div>

@@ -241,17 +241,8 @@ def conclusion_card(conclusion: Conclusion) -> None:
     box(f"**Conclusion** — {conclusion.sentence}\n\n**Next:** {conclusion.next_step}.")
     if conclusion.also:
         st.caption("Also named by a step: " + "; ".join(s.describe() for s in conclusion.also))
-    st.dataframe(
-        findings_rows(conclusion),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "step": st.column_config.TextColumn(width="small"),
-            "op (line)": st.column_config.TextColumn(width="small"),
-            "agrees": st.column_config.TextColumn(width="small"),
-            "what it says": st.column_config.TextColumn(width="large"),
-        },
-    )
+    # a static table: its cells wrap, where a data grid cut "what it says" mid-sentence at any width
+    st.table(findings_rows(conclusion), border="horizontal", hide_index=True)
 
 
 def show(record: RunRecord, loc: Localization, result: CheckResult | None = None, program: str = "") -> None:
@@ -263,14 +254,10 @@ def show(record: RunRecord, loc: Localization, result: CheckResult | None = None
         try:
             import pandas as pd  # streamlit's own dependency; only for the highlighted row
 
-            st.dataframe(
-                pd.DataFrame(table).style.apply(_highlight, axis=1),
-                hide_index=True,
-                width="stretch",
-                column_config=LADDER_COLUMNS,
-            )
+            # a static table: its cells wrap (a data grid cut the rung's figures mid-number)
+            st.table(pd.DataFrame(table).style.apply(_highlight, axis=1), border="horizontal", hide_index=True)
         except ImportError:
-            st.dataframe(table, hide_index=True, width="stretch", column_config=LADDER_COLUMNS)
+            st.table(table, border="horizontal", hide_index=True)
         st.markdown(f"**Layer at fault:** {loc.ablation.layer}")
         st.caption(loc.ablation.conclusion)
         with st.expander("Each rung's verdict in full"):

@@ -28,7 +28,7 @@ from engine import CheckOptions, OptionsError  # noqa: E402
 # what the run list's marks mean (result_view.ICON and run_icon)
 RUN_LEGEND = (
     ":green[●] match or benign · :orange[●] precision-cast · :violet[●] rng · :red[●] divergent · :red[▲] error · "
-    ":gray[■] cancelled · ⏹ interrupted · :gray[○] still running"
+    ":gray[■] cancelled · :gray[□] interrupted · :gray[○] still running"
 )
 
 PLACEHOLDER = """import torch
@@ -153,7 +153,7 @@ def past_runs(sidebar: DeltaGenerator) -> None:
 
 def _run_button(where: object, r: RunRecord, prefix: str) -> None:
     when = dt.datetime.fromtimestamp(r.created).strftime("%m-%d %H:%M")
-    icon = "⏹" if r.status == INTERRUPTED else result_view.run_icon(r.verdict, r.explanation)
+    icon = ":gray[□]" if r.status == INTERRUPTED else result_view.run_icon(r.verdict, r.explanation)
     current = r.id == st.session_state.get("current_run")
     # the open run is marked by an arrow and bold type, not a red (primary) button that would hide a red status dot
     name = ellipsize(r.name, 30 if current else 32)

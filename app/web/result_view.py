@@ -227,10 +227,12 @@ def banner(result: CheckResult) -> None:
         )
 
 
+# leaf, verdict and how many differ fit a 1024-px window with the sidebar open (~560 px of table): pinned on the left
 LEAF_COLUMNS = {
-    "leaf": st.column_config.TextColumn(width="medium"),
-    "verdict": st.column_config.TextColumn(width="small"),
-    "mismatched": st.column_config.TextColumn(width="small"),
+    "leaf": st.column_config.TextColumn(width=200, pinned=True),
+    "verdict": st.column_config.TextColumn(width=175, pinned=True),
+    "mismatched": st.column_config.TextColumn(width=110),
+    "witness": st.column_config.TextColumn(width=110),
 }
 
 
