@@ -116,6 +116,25 @@ def summary(leaves: Sequence[LeafResult], focus: Iterable[str] = ()) -> tuple[st
     return lead, said
 
 
+def layout_only_sentence(leaves: Sequence[LeafResult], focus: Iterable[str] = ()) -> str | None:
+    """Where every divergent leaf differs in its strides alone: the headline in those words, the value outputs' verdicts
+    after it ("compile changed only the memory layout of 4 tensors ...; the value outputs: `out.logits` precision-cast").
+    None when some leaf's values diverge."""
+    divergent = [leaf for leaf in leaves if leaf.verdict is Verdict.DIVERGENT]
+    if not divergent or any(role(leaf) is not Role.LAYOUT_ONLY for leaf in divergent):
+        return None
+    values = sorted({values_verdict(leaf).value for leaf in divergent})
+    names = ", ".join(f"`{leaf.name}`" for leaf in divergent[:2]) + (
+        f" and {len(divergent) - 2} more" if len(divergent) > 2 else ""
+    )
+    lead, _ = summary(leaves, focus)
+    after = f"; {lead[0].lower() + lead[1:]}" if lead else ""
+    return (
+        f"compile changed only the memory layout of {len(divergent)} tensor(s) ({names}: other strides, their values "
+        f"{' or '.join(values)}){after}"
+    )
+
+
 def _verdict_words(leaf: LeafResult) -> str:
     if role(leaf) is Role.LAYOUT_ONLY:
         return f"layout only (values {values_verdict(leaf).value})"

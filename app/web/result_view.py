@@ -199,9 +199,12 @@ def banner(result: CheckResult) -> None:
     # the plain sentence and the next step first, the figures after them (issue #26); an error's message is shown
     # once, below, not again in the banner
     figures = "" if result.error is not None else f"\n\n{headline(result)}"
-    show(f"**Verdict: {result.verdict.value.upper()}** — {plain.sentence}. **Next:** {next_step}.{figures}")
-    if len(result.leaves) > 1:
-        lead, layout = leaf_roles.summary(result.leaves, leaf_roles.load_focus(result))
+    focus = leaf_roles.load_focus(result)
+    # a divergence of memory layouts alone says so first, with the value outputs' verdicts (a GPT-2 with its cache)
+    sentence = leaf_roles.layout_only_sentence(result.leaves, focus) or plain.sentence
+    show(f"**Verdict: {result.verdict.value.upper()}** — {sentence}. **Next:** {next_step}.{figures}")
+    if len(result.leaves) > 1 and sentence == plain.sentence:
+        lead, layout = leaf_roles.summary(result.leaves, focus)
         for line in (lead, layout):
             if line:
                 st.markdown(line + ".")
