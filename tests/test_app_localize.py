@@ -116,6 +116,9 @@ def test_localize_tab_ladder_bisector_and_first_node(divergent_run: str) -> None
         "subsystem `lowerings`" in m.value and "op `div`" in m.value and " runs" in m.value for m in again.markdown
     ), "no bisector line"
     assert any("**`div`**" in m.value and "aten.div" in m.value for m in again.markdown), "no first-node card"
+    # the card says its figures once: its title line has them, its sentence no longer repeats them (issue #35)
+    card = [m.value for m in again.markdown if "first diverging intermediate:" in m.value]
+    assert card and not any(re.search(r"\d+ of \d+ element\(s\) differ, max [\d.e+]+ ULP", t) for t in card), card
     assert any("cpp_fused" in c.value for c in again.code), "no kernel source"
     assert has_button(again, f"loc_open:{run_id}")
 

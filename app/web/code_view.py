@@ -481,7 +481,8 @@ D.out.forEach((o, i) => {
 });
 if (div) {
   const bar = document.getElementById("divbar"); bar.hidden = false;
-  bar.innerHTML = `<b>First diverging intermediate:</b> node <code>${esc(div.node)}</code> (${esc(div.op)})` +
+  bar.innerHTML = (div.node ? `<b>First diverging intermediate:</b> node <code>${esc(div.node)}</code> (${esc(div.op)})`
+                            : `<b>Localize's conclusion:</b> <code>${esc(div.op)}</code>`) +
     (div.kernel ? `, kernel <code>${esc(K[div.kernel] ? K[div.kernel].name : div.kernel)}</code>` : "") +
     (div.line ? `, program line ${div.line}` : ", program line unknown") + ` — ${esc(div.text)}`;
 }
@@ -570,6 +571,16 @@ def render(record: RunRecord, result: CheckResult, tri: CheckResult | None, loca
     divergence = place_divergence(
         chosen.code.output_code, localization.intermediates if localization and which == "this check" else None, program
     )
+    if (
+        divergence is None
+        and localization is not None
+        and localization.conclusion is not None
+        and which == "this check"
+    ):
+        # no node diverged (gradients, a mutation): the line Localize's conclusion names is marked instead
+        site = localization.conclusion.site
+        if site is not None and site.line is not None:
+            divergence = Divergence("", site.op, None, None, site.line, localization.conclusion.sentence)
     names = {o.provenance.program for o in chosen.code.output_code if o.provenance is not None and o.provenance.program}
     data = view_data(
         program,
