@@ -196,9 +196,8 @@ def banner(result: CheckResult) -> None:
         if missing
         else plain.next_step
     )
-    # the plain sentence and the next step first, the figures after them (issue #26); an error's message is shown
-    # once, below, not again in the banner
-    figures = "" if result.error is not None else f"\n\n{headline(result)}"
+    # the plain sentence and the next step first, the figures (an error's message) after them (issue #26)
+    figures = f"\n\n{headline(result)}"
     focus = leaf_roles.load_focus(result)
     # a divergence of memory layouts alone says so first, with the value outputs' verdicts (a GPT-2 with its cache)
     sentence = leaf_roles.layout_only_sentence(result.leaves, focus) or plain.sentence
@@ -211,7 +210,8 @@ def banner(result: CheckResult) -> None:
     if result.error is not None:
         err = result.error
         st.markdown(f"**Error kind:** `{err.kind.value}`")
-        st.code(err.message, language="text", wrap_lines=True)
+        if err.message.strip() not in headline(result):  # the banner said it already when it is one line
+            st.code(err.message, language="text", wrap_lines=True)
         if err.traceback.strip():
             # open when it says more than the message above (where the program failed), folded when it only repeats it
             with st.expander("Traceback", expanded=missing is None):
