@@ -231,3 +231,30 @@ def test_program_sites_read_dynamo_graphs_writes_and_entry_points() -> None:
         "a",
         "b",
     )
+
+
+def test_an_augmented_assignment_is_an_in_place_write() -> None:
+    """Dynamo prints `h += h` as written; AOTAutograd at fault then suspects it (pytorch#195422's shape)."""
+    graph = MUTATION_GRAPH.replace(
+        '        add_: "f32[4, 8][8, 1]cpu" = l_x_.add_(flip);  flip = add_ = None',
+        '        l_x_ += flip;  x_1: "f32[4, 8][8, 1]cpu" = l_x_;  flip = None',
+    )
+    sites = ProgramSites.build(MUTATION, GeneratedCode(fx_graphs=(graph,)))
+    assert [(s.op, s.line) for s in sites.writers("x")] == [("index_put_", 5), ("add_", 6)]
+
+
+def test_a_reinplacing_pass_names_the_op_it_made_in_place_on_the_line_it_came_from() -> None:
+    nodes = (
+        NodeOrigin("slice_1", "aten.slice.Tensor", 6),
+        NodeOrigin("index_put", "aten.index_put_.default", 5),
+        NodeOrigin("slice_tensor", "aten.slice.Tensor", None),  # a pass made it: no stack trace
+        NodeOrigin("copy_", "aten.copy_.default", 6),
+    )
+    check = _check(MUTATION_GRAPH, nodes, (_leaf("out"),))
+    bisect = BisectReport("found", "inductor", "post_grad_passes", 10, "reinplace_inplaceable_ops")
+    c = conclude(Localization(_ladder(), bisect, IntermediatesReport("none-diverges", "...")), check, MUTATION)
+    assert c.stage is Stage.GRAPH_PASS and (c.op, c.line) == ("aten.index_put_.default", 5)
+    assert "graph pass reinplace_inplaceable_ops" in c.sentence
+    lowering = BisectReport("found", "inductor", "lowerings", 2, "slice_tensor")
+    c = conclude(Localization(_ladder(), lowering), check, MUTATION)
+    assert (c.op, c.line) == ("aten.slice.Tensor", 6)  # the line of the slice it was made from

@@ -171,8 +171,9 @@ def conclude(loc: Localization, check: CheckResult | None = None, program: str =
     if site is not None and stage is Stage.UNKNOWN:
         stage = Stage.LOWERING if bisected is not None else stage
     findings = _findings(loc, site, node, bisected, mutated, writers, sites)
+    pass_name = loc.bisect.debug_info if loc.bisect is not None and stage is Stage.GRAPH_PASS else None
     sentence = _sentence(
-        stage, site, node, node_detail, bisected, mutated, writers, reconcile, sites, divergent, workaround
+        stage, site, node, node_detail, bisected, mutated, writers, reconcile, sites, divergent, workaround, pass_name
     )
     return Conclusion(
         stage,
@@ -214,6 +215,10 @@ def _bisected(loc: Localization, sites: ProgramSites) -> Site | None:
         op = m.group(1) if m else b.debug_info
         found = sites.op_sites(op)
         return found[0] if found else Site(op)
+    if b.subsystem and b.subsystem.endswith("passes") and "reinplace" in (b.debug_info or ""):
+        # a reinplacing pass at fault: the ops it turned in place are what it changed
+        made = sites.in_place_nodes()
+        return made[0] if made else None
     return None
 
 
@@ -388,6 +393,7 @@ def _sentence(
     sites: ProgramSites,
     divergent: list[LeafResult],
     workaround: str | None = None,
+    pass_name: str | None = None,
 ) -> str:
     if site is None:
         where = {
@@ -409,6 +415,11 @@ def _sentence(
         others = [w for w in writers if w != site]
         if others:
             lead += f", after {', '.join(w.describe() for w in others)}"
+    elif site is bisected and stage is Stage.GRAPH_PASS:
+        lead = (
+            f"The bisector traces the divergence to Inductor's graph pass {pass_name or '?'}, which made "
+            f"{site.describe()} an in-place op"
+        )
     elif site is bisected:
         lead = f"The bisector traces the divergence to Inductor's lowering of {site.describe()}"
         fused = sites.fused_with(site, None)
@@ -473,7 +484,7 @@ def _next_step(
             f"Look at the graph breaks and guards in the Generated code tab, then {minimize[0].lower() + minimize[1:]}"
         )
     if stage is Stage.GRAPH_PASS:
-        return f"{minimize}; the bisector says an Inductor graph pass does it: `pattern_matcher=False` confirms it"
+        return f"{minimize} against the Inductor graph pass the bisector names"
     if site is None:
         return "Minimize: it shrinks the program while it keeps diverging, which places it where Localize could not"
     return (

@@ -165,7 +165,27 @@ class ProgramSites:
             return None
         exact = [n for p, n in found if p == number]
         n = (exact or [found[0][1]])[0]
-        return self.site(n.op, n.line)
+        return self.site(n.op, n.line if n.line is not None else self._line_of_made(n))
+
+    def _line_of_made(self, node: NodeOrigin) -> int | None:
+        """A node a graph pass made has no stack trace: it takes the line of the node of the same op it was made
+        from, the nearest one before it in its graph (`slice_tensor` after `slice_1` on line 10)."""
+        for graph in self.nodes:
+            if node in graph:
+                before = graph[: graph.index(node)]
+                same = [n for n in before if n.line is not None and base_name(n.op) == base_name(node.op)]
+                return same[-1].line if same else None
+        return None
+
+    def in_place_nodes(self) -> tuple[Site, ...]:
+        """The in-place ops of the lowered graphs (a reinplacing pass made them), write-backs to inputs left out."""
+        out = [
+            self.site(n.op, n.line if n.line is not None else self._line_of_made(n))
+            for graph in self.nodes
+            for n in graph
+            if short_name(n.op).endswith("_") and base_name(n.op) != "copy"
+        ]
+        return tuple(dict.fromkeys(out))
 
     def op_sites(self, op: str) -> tuple[Site, ...]:
         """Every line on which an op of this base name was lowered or called (a decomposed op is gone from the lowered
@@ -250,7 +270,17 @@ def _statements(graph: str, program: Sequence[str]) -> list[Statement]:
     return out
 
 
+_AUGMENTED = re.compile(r"^(?P<target>[A-Za-z_]\w*)(?:\[[^\]]*\])? (?P<op>[-+*/@]|//)= ")
+_IN_PLACE = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_", "//": "floor_divide_", "@": "matmul_"}
+
+
 def _read_statement(part: str, calls: list[str], writes: list[str]) -> None:
+    augmented = _AUGMENTED.match(part)
+    if augmented:  # Dynamo prints `h += h` as it was written: an in-place op on `h`
+        calls.append(_IN_PLACE[augmented["op"]])
+        if augmented["target"].startswith("l_"):
+            writes.append(_placeholder(augmented["target"]))
+        return
     lhs, _, rhs = part.partition(" = ")
     if not rhs:
         return
