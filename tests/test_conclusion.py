@@ -254,7 +254,24 @@ def test_a_reinplacing_pass_names_the_op_it_made_in_place_on_the_line_it_came_fr
     bisect = BisectReport("found", "inductor", "post_grad_passes", 10, "reinplace_inplaceable_ops")
     c = conclude(Localization(_ladder(), bisect, IntermediatesReport("none-diverges", "...")), check, MUTATION)
     assert c.stage is Stage.GRAPH_PASS and (c.op, c.line) == ("aten.index_put_.default", 5)
-    assert "graph pass reinplace_inplaceable_ops" in c.sentence
+    assert "graph pass reinplace_inplaceable_ops" in c.sentence and "made it an in-place op" in c.sentence
     lowering = BisectReport("found", "inductor", "lowerings", 2, "slice_tensor")
     c = conclude(Localization(_ladder(), lowering), check, MUTATION)
     assert (c.op, c.line) == ("aten.slice.Tensor", 6)  # the line of the slice it was made from
+
+
+def test_a_pattern_pass_names_the_op_it_put_in_place_of_the_users() -> None:
+    """An attention rewritten into SDPA (pytorch#195320's shape): the fused op, on the line its output is used."""
+    program = (
+        "import torch\n\n\ndef fn(q, k, v):\n    s = torch.matmul(q, k.permute(0, 2, 3, 1)).div(2.0)\n"
+        "    return s.softmax(-1).matmul(v)\n"
+    )
+    nodes = (
+        NodeOrigin("sdpa", "aten._scaled_dot_product_flash_attention_for_cpu.default", None),
+        NodeOrigin("getitem", "getitem", 6),
+    )
+    check = _check("", nodes, (_leaf("out"),))
+    bisect = BisectReport("found", "inductor", "joint_graph_passes", 2, "pass_pattern_0")
+    c = conclude(Localization(_ladder(), bisect, IntermediatesReport("none-diverges", "...")), check, program)
+    assert c.stage is Stage.GRAPH_PASS and c.line == 6 and "scaled_dot_product" in (c.op or "")
+    assert "graph pass pass_pattern_0" in c.sentence and "rewrote it" in c.sentence

@@ -215,9 +215,16 @@ def _bisected(loc: Localization, sites: ProgramSites) -> Site | None:
         op = m.group(1) if m else b.debug_info
         found = sites.op_sites(op)
         return found[0] if found else Site(op)
-    if b.subsystem and b.subsystem.endswith("passes") and "reinplace" in (b.debug_info or ""):
-        # a reinplacing pass at fault: the ops it turned in place are what it changed
-        made = sites.in_place_nodes()
+    if b.subsystem and b.subsystem.endswith("passes"):
+        # a graph pass at fault: what it changed is the op to look at; its name says which kind of pass it is
+        name = b.debug_info or ""
+        made = (
+            sites.in_place_nodes()
+            if "reinplace" in name
+            else sites.folded()
+            if "constant_fold" in name
+            else sites.made_by_pattern()
+        )
         return made[0] if made else None
     return None
 
@@ -416,10 +423,15 @@ def _sentence(
         if others:
             lead += f", after {', '.join(w.describe() for w in others)}"
     elif site is bisected and stage is Stage.GRAPH_PASS:
-        lead = (
-            f"The bisector traces the divergence to Inductor's graph pass {pass_name or '?'}, which made "
-            f"{site.describe()} an in-place op"
+        did = (
+            "made it an in-place op"
+            if "reinplace" in (pass_name or "")
+            else "folded its constant operand"
+            if "constant_fold" in (pass_name or "")
+            else "rewrote it"
         )
+        pass_words = f"Inductor's graph pass {pass_name or '?'}"
+        lead = f"The bisector traces the divergence to {pass_words} at {site.describe()}: it {did}"
     elif site is bisected:
         lead = f"The bisector traces the divergence to Inductor's lowering of {site.describe()}"
         fused = sites.fused_with(site, None)

@@ -169,13 +169,39 @@ class ProgramSites:
 
     def _line_of_made(self, node: NodeOrigin) -> int | None:
         """A node a graph pass made has no stack trace: it takes the line of the node of the same op it was made
-        from, the nearest one before it in its graph (`slice_tensor` after `slice_1` on line 10)."""
+        from, the nearest one before it in its graph (`slice_tensor` after `slice_1` on line 10), else the line of
+        the first node after it that uses its result (an attention rewritten into SDPA: the `getitem` of its
+        output keeps the user's line)."""
         for graph in self.nodes:
             if node in graph:
-                before = graph[: graph.index(node)]
-                same = [n for n in before if n.line is not None and base_name(n.op) == base_name(node.op)]
-                return same[-1].line if same else None
+                at = graph.index(node)
+                same = [n for n in graph[:at] if n.line is not None and base_name(n.op) == base_name(node.op)]
+                if same:
+                    return same[-1].line
+                after = [n for n in graph[at + 1 :] if n.line is not None]
+                return after[0].line if after else None
         return None
+
+    def made_by_pattern(self) -> tuple[Site, ...]:
+        """Lowered nodes a pattern rewrite puts in place of the user's ops: fused attention (SDPA) and `_fused` ops."""
+        out = [
+            self.site(n.op, n.line if n.line is not None else self._line_of_made(n))
+            for graph in self.nodes
+            for n in graph
+            if "scaled_dot_product" in n.op or short_name(n.op).startswith("_fused")
+        ]
+        return tuple(dict.fromkeys(out))
+
+    def folded(self) -> tuple[Site, ...]:
+        """The user's ops that take a constant-valued tensor made on the same line (`x + torch.zeros_like(x)`):
+        what a constant-folding pass rewrites."""
+        makers = {"zeros_like", "ones_like", "full_like", "zeros", "ones", "full", "empty_like"}
+        out = [
+            self.site(next(c for c in s.calls if c not in makers), s.line)
+            for s in self.statements
+            if makers & set(s.calls) and any(c not in makers for c in s.calls)
+        ]
+        return tuple(dict.fromkeys(out))
 
     def in_place_nodes(self) -> tuple[Site, ...]:
         """The in-place ops of the lowered graphs (a reinplacing pass made them), write-backs to inputs left out."""
