@@ -31,7 +31,9 @@ _FUNCTION = re.compile(
     r"\b(?:torch\.(?:nn\.functional\.|_C\._nn\.|_C\._VariableFunctions\.)?|F\.|operator\.)(?P<name>\w+)\("
 )
 _MODULES = {"torch", "F", "operator", "nn", "functional", "_C", "_nn", "_VariableFunctions", "math"}
-_BINARY = {"//": "floordiv", "%": "mod", "/": "truediv", "**": "pow", "@": "matmul"}
+_BINARY = {
+    "//": "floordiv", "%": "mod", "/": "truediv", "**": "pow", "@": "matmul", "+": "add", "-": "sub", "*": "mul",
+}  # fmt: skip
 # every node the lowering graph holds that is plumbing, not an op a user wrote: never the answer when another is
 _PLUMBING = {
     "getitem", "view", "reshape", "permute", "expand", "clone", "convert_element_type", "unsqueeze", "squeeze",
