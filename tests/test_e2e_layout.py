@@ -120,8 +120,10 @@ def test_a_models_leaves_are_read_whole(server: str, browser: Any, width: int) -
     expect = sync_api.expect
     expect(page.get_by_text("compile changed only the memory layout of 4 tensor(s)")).to_be_visible()
     expect(page.get_by_text("value outputs:").first).to_be_visible()
-    grids = page.evaluate(GRID_COLUMNS)
-    leaf_grid = next(g for g in grids if g[:1] == ["leaf"])
+    deadline = time.monotonic() + 60  # the grid fills its accessible table once it has drawn
+    while not (leaf_grid := next((g for g in page.evaluate(GRID_COLUMNS) if g[:1] == ["leaf"]), None)):
+        assert time.monotonic() < deadline, page.evaluate(GRID_COLUMNS)
+        time.sleep(1)
     assert leaf_grid[:3] == ["leaf", "verdict", "mismatched"], leaf_grid  # the verdict was off screen at 1024
     assert page.evaluate(CUT_LABELS) == []
     page.screenshot(path=str(ARTIFACTS / f"e2e-layout-gpt2-{width}.png"), full_page=True, timeout=90_000)
