@@ -75,9 +75,13 @@ def render(left: tuple[RunRecord, CheckResult], right: tuple[RunRecord, CheckRes
 
 def _one(record: RunRecord, result: CheckResult) -> None:
     plain = verdict_headline(result.verdict, result.leaves, result.error.kind if result.error else None)
-    box = {"divergent": st.error, "error": st.error, "precision-cast": st.warning, "rng": st.warning}.get(
-        result.verdict.value, st.success
-    )
+    box = {
+        "divergent": st.error,
+        "error": st.error,
+        "precision-cast": st.warning,
+        "rng": st.warning,
+        "eager-inaccurate": st.info,
+    }.get(result.verdict.value, st.success)
     box(f"**{record.name}** — **{result.verdict.value.upper()}**: {plain.sentence}.")
     rows = [
         {

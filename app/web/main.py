@@ -27,7 +27,8 @@ from engine import CheckOptions, OptionsError  # noqa: E402
 
 # what the run list's marks mean (result_view.ICON and run_icon)
 RUN_LEGEND = (
-    ":green[●] match or benign · :orange[●] precision-cast · :violet[●] rng · :red[●] divergent · :red[▲] error · "
+    ":green[●] match or benign · :orange[●] precision-cast · :violet[●] rng · :blue[●] eager-inaccurate · "
+    ":red[●] divergent · :red[▲] error · "
     ":gray[■] cancelled · :gray[□] interrupted · :gray[○] still running"
 )
 
