@@ -66,6 +66,10 @@ class CheckOptions:
     # the outputs that matter to the user: leaf names, or prefixes of them (`out.logits`, `out.cache`); they lead
     # the result's views and its `focus` summary (engine/outputs.py). The verdict still judges every leaf.
     focus: tuple[str, ...] = ()
+    # judge inside the program too: every buffer the compiled code materialises, against the graph's own eager and
+    # float64 values (engine/child/inside.py); skipped past `inside_max_mb` of such buffers
+    inside: bool = True
+    inside_max_mb: int = 1024
 
     def __post_init__(self) -> None:
         if isinstance(self.focus, str) or not all(isinstance(f, str) and f.strip() for f in self.focus):

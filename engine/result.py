@@ -18,6 +18,7 @@ import numpy as np
 from engine import arrays as stored_arrays
 from engine.judge.evidence import Fallback, Test
 from engine.judge.verdicts import ErrorKind, LeafKind, Nearer, Symptom, Verdict, Witness
+from engine.nodes import InsideReport
 from engine.judge.witness import ScalarRounding  # noqa: F401  (stored in results; defined beside the faithful reference)
 from engine.options import CheckOptions
 from engine.provenance import Provenance
@@ -145,6 +146,7 @@ class CheckResult:
     scalar_roundings: tuple[
         ScalarRounding, ...
     ] = ()  # what the faithful fp64 reference rounded as eager does, once each
+    inside: InsideReport | None = None  # what the check found inside the program (engine/child/inside.py)
 
     def load_triton_cpu(self) -> CheckResult | None:
         """The Triton-on-CPU pass beside this check (interpreted Triton, not GPU Triton), if it ran."""
@@ -290,5 +292,6 @@ _FIELD_DECODERS: dict[Any, dict[str, Any]] = {
         "seeds": lambda raw: tuple(_from_jsonable(SeedOutcome, s) for s in raw),
         "notes": tuple,
         "scalar_roundings": lambda raw: tuple(_from_jsonable(ScalarRounding, r) for r in raw),
+        "inside": InsideReport.from_json,
     },
 }

@@ -144,7 +144,9 @@ class DivergenceOracle:
         # the original runs as it was checked: its compiles are then hits on the check's entries in Inductor's cache
         self.original_options = options
         # candidates need no program line <-> kernel map, and with it Inductor's cache is keyed on each one's text
-        self.options = options.replace(provenance=False)  # the user's
+        # the signature is a leaf's: candidates are judged on what they return (the inside stage would add a graph
+        # run per candidate and a compile per divergent one)
+        self.options = options.replace(provenance=False, inside=False)  # the user's
         self.candidate_options = self.options  # what candidates run with, once establish() has set the switches
         self.work_dir = work_dir
         self.filename = filename

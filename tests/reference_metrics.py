@@ -115,6 +115,10 @@ def compare_values(
         elements=counts,
         compiled_right=sides[0],
         eager_right=sides[1],
+        # without a reference: the largest finite |eager|, what rounding of values this size bounds
+        magnitude=(float(e64[torch.isfinite(e64)].abs().max()) if bool(torch.isfinite(e64).any()) else 0.0)
+        if ref is None
+        else None,
         **ref_stats,
     )
     return metrics, arrays

@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not re-check values of a program that draws random numbers with fallback_random",
     )
     check.add_argument(
+        "--no-inside",
+        dest="inside",
+        action="store_false",
+        help="do not judge the intermediates compiled code stores, only what the program returns",
+    )
+    check.add_argument(
         "--factor",
         type=float,
         default=CheckOptions.benign_factor,
@@ -166,6 +172,7 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
         fp64_reference=args.fp64,
         recheck_precision_casts=args.recheck,
         recheck_random=args.recheck_random,
+        inside=args.inside,
         benign_factor=args.factor,
         noise_ulps=args.noise_ulps,
         triton_cpu=args.triton_cpu,

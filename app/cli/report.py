@@ -77,7 +77,12 @@ def table(leaves: tuple[LeafResult, ...]) -> str:
 
 
 def render(result: CheckResult) -> str:
-    plain = headline(result.verdict, result.leaves, result.error.kind if result.error else None)
+    plain = headline(
+        result.verdict,
+        result.leaves,
+        result.error.kind if result.error else None,
+        result.inside.origin if result.inside else None,
+    )
     # the plain sentence and the next step first, the figures after them (issue #26)
     out: list[str] = [f"VERDICT: {result.verdict.value.upper()} — {plain.sentence}.", f"  Next: {plain.next_step}."]
     focus = leaf_roles.load_focus(result)
@@ -101,6 +106,9 @@ def render(result: CheckResult) -> str:
         if tail.strip():
             out.append("  output tail:")
             out.extend("    " + line for line in tail.rstrip().splitlines()[-15:])
+    if result.inside is not None:
+        out.append(f"  inside the program ({result.inside.status}): {result.inside.explanation}")
+        out.extend(f"    note: {note}" for note in result.inside.notes)
     for note in result.notes:
         out.append(f"  note: {note}")
     code = result.code

@@ -188,7 +188,12 @@ def banner(result: CheckResult) -> None:
                 st.code(tail.rstrip()[-4000:], language="text")
         return
     show = BANNER[result.verdict]
-    plain = verdict_headline(result.verdict, result.leaves, result.error.kind if result.error else None)
+    plain = verdict_headline(
+        result.verdict,
+        result.leaves,
+        result.error.kind if result.error else None,
+        result.inside.origin if result.inside else None,
+    )
     missing = missing_module(result.error.message) if result.error is not None else None
     next_step = (
         f"install `{missing}` into the server's environment (`{sys.executable} -m pip install {missing}`, or the "

@@ -44,6 +44,76 @@ def reachable_modules(fn: Callable[..., Any]) -> list[tuple[str, torch.nn.Module
     return list(found.values())
 
 
+_WALK_DEPTH = 6  # helpers calling helpers, objects holding objects: deeper is rarely a program's own weight
+_WALK_OBJECTS = 10_000
+
+
+def reachable_tensors(fn: Callable[..., Any]) -> list[torch.Tensor]:
+    """Floating tensors a call of fn can read that are no module's parameter or buffer: module-level globals, closure
+    cells, plain attributes of modules and of plain objects, reached through the functions and methods fn's code
+    names. The fp64 reference casts them as it casts a module's weights (a bf16 conv whose weight is a global
+    otherwise meets a float64 input: "expected scalar type Double but found BFloat16")."""
+    found: dict[int, torch.Tensor] = {}
+    seen: set[int] = set()
+    owned: set[int] = set()
+
+    def visit(value: Any, depth: int) -> None:
+        if depth > _WALK_DEPTH or id(value) in seen or len(seen) > _WALK_OBJECTS:
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            if value.is_floating_point() or value.is_complex():
+                found.setdefault(id(value), value)
+        elif isinstance(value, torch.nn.Module):
+            for module in value.modules():
+                seen.add(id(module))
+                owned.update(id(t) for t in [*module.parameters(recurse=False), *module.buffers(recurse=False)])
+                for attribute in vars(module).values():  # plain attributes: `self.table = torch.tensor(...)`
+                    if not isinstance(attribute, (dict, torch.nn.Module)):
+                        visit(attribute, depth + 1)
+                for cls in type(module).__mro__:
+                    if cls.__module__.startswith("torch."):
+                        break
+                    for member in vars(cls).values():
+                        visit(getattr(member, "__func__", member), depth + 1)
+        elif isinstance(value, types.MethodType):
+            visit(value.__func__, depth + 1)
+            visit(value.__self__, depth + 1)
+        elif isinstance(value, types.FunctionType):
+            _visit_code(value.__code__, value.__globals__, visit, depth)
+            for cell in value.__closure__ or ():
+                try:
+                    visit(cell.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for item in value:
+                visit(item, depth + 1)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item, depth + 1)
+        elif not isinstance(value, (type, types.ModuleType, str, bytes, int, float, complex, bool)) and hasattr(
+            value, "__dict__"
+        ):
+            visit(vars(value), depth + 1)
+            call = vars(type(value)).get("__call__")
+            if isinstance(call, types.FunctionType):
+                visit(call, depth + 1)
+
+    visit(fn, 0)
+    return [t for ident, t in found.items() if ident not in owned]
+
+
+def _visit_code(code: types.CodeType, globals_: dict[str, Any], visit: Callable[[Any, int], None], depth: int) -> None:
+    """The globals a code object (and the functions and classes defined inside it) names."""
+    for name in code.co_names:
+        if name in globals_:
+            visit(globals_[name], depth + 1)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _visit_code(const, globals_, visit, depth)
+
+
 def module_state(modules: list[tuple[str, torch.nn.Module]]) -> dict[str, torch.Tensor]:
     """Every parameter and buffer, by `label.name`, as it is now (not a copy)."""
     state: dict[str, torch.Tensor] = {}

@@ -64,6 +64,10 @@ class CallOutcome:
     round_trips: tuple[
         tuple[str, str], ...
     ] = ()  # (ATen producer -> consumer, dtype): eager's low-precision roundings between fusible ops
+    # per output leaf, the round trips ("producer -> consumer") and the draws among its own ancestors in eager's ATen
+    # ops (engine/child/faithful.py); None where no trace ran
+    leaf_round_trips: dict[str, tuple[str, ...]] | None = None
+    leaf_draws: dict[str, tuple[str, ...]] | None = None
 
 
 def compare_call(
@@ -192,6 +196,10 @@ def compare_call(
     )
     builder = build(*judged_by)
     roundings: tuple[ScalarRounding, ...] = ()
+
+    def named(out: Any) -> list[tuple[str, torch.Tensor]]:  # the output leaves as the builder names them
+        return [(prefix + name, t) for name, t in tensors_of(out, "out")]
+
     trace: faithful.Trace | None = None
     twin: Reference | None = None
     if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
@@ -199,7 +207,7 @@ def compare_call(
         settings.emit("faithful reference")
         faithful_ref: Reference | None = None
         try:
-            trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
+            trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward), named)
             mode = faithful.FaithfulMode(trace)
             faithful_ref = (
                 fp64_reference(
@@ -247,7 +255,9 @@ def compare_call(
     if drew_random and differ:  # the evidence an rng verdict needs: which ops drew
         if trace is None:
             try:
-                trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward))
+                trace = faithful.trace_eager(
+                    EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward), named
+                )
             except Exception as exc:  # best-effort: without it no difference is called rng
                 settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
         random_ops = tuple(trace.random_ops) if trace is not None else ()
@@ -265,7 +275,15 @@ def compare_call(
                 builder = build(*judged_by, undefined, twin)
     round_trips = tuple(trace.round_trips.items()) if trace is not None else ()
     return CallOutcome(
-        builder.leaves, builder.arrays, builder.low_precision, drew_random, roundings, random_ops, round_trips
+        builder.leaves,
+        builder.arrays,
+        builder.low_precision,
+        drew_random,
+        roundings,
+        random_ops,
+        round_trips,
+        dict(trace.leaf_round_trips) if trace is not None else None,
+        dict(trace.leaf_draws) if trace is not None else None,
     ), c_out
 
 

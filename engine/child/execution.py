@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import os
 import platform
+import re
 import sys
 import time
 import traceback
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 
 from engine import arrays as stored_arrays
-from engine.child import casting
+from engine.child import casting, inside
 from engine.child.capture import capture_generated_code
 from engine.child.comparison import CallOutcome, CallSettings, compare_call
 from engine.child.compile_progress import compile_progress
@@ -30,6 +31,7 @@ from engine.child.seeding import seed_everything
 from engine.judge import family, mechanisms, oracle
 from engine.judge.metrics import host_array
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, worst
+from engine.nodes import InsideReport
 from engine.options import CheckOptions
 from engine.result import TRACE_DIR, CheckResult, ErrorInfo, GeneratedCode, LeafResult, ScalarRounding, SeedOutcome
 from engine.snippet import SnippetError, SnippetStyle, detect_style, execute, program_from_namespace
@@ -62,6 +64,7 @@ class Run:
     # build time (+1.9 GB and 14 s for a 1.1B Llama). Python-level state the snippet keeps (a call counter) is
     # not restored; the check's own runs see it advance between eager and compiled too.
     loaded: Any = None  # engine.snippet's Program
+    inside: Any = None  # engine.child.inside.Capture while the check judges inside the program
 
     def guard_fork(self) -> None:
         """A process the snippet forked that wandered back into the harness must not report or write."""
@@ -123,40 +126,45 @@ def run_check(
         if options.triton_cpu:
             _enable_triton_cpu(run)
         with inductor_config_patch(options.inductor_config):
+            skipped = _inside_skipped(options)
+            if skipped is None:
+                run.inside = inside.Capture(filename, options.inside_max_mb << 20)
             outcomes, code = _check_all_seeds(run)
-            outcomes = settle_budget(outcomes)
+            judged = _judge_inside(run, outcomes, skipped)
+            # one false-alarm budget over the outputs of every seed and call and the buffers judged inside
+            decision = budget_decision(outcomes, judged.items if isinstance(judged, inside.Judged) else ())
+            outcomes = settle_budget(outcomes, decision=decision)
+            if isinstance(judged, inside.Judged):
+                inside.settle(judged, decision)
             leaves, seeds, arrays = _pick_worst_seed(outcomes)
             rng_config: dict[str, Any] = {}
+            paths = _Paths.of(outcomes, seeds)
             if _wants_rng_recheck(options, outcomes, leaves):
-                draws = tuple(dict.fromkeys(op for _, calls in outcomes for call in calls for op in call.random_ops))
-                leaves = _recheck(
-                    run, leaves, seeds, RNG_RECHECK, evidence=mechanisms.random_evidence(draws) if draws else None
-                )
+                leaves = _recheck(run, leaves, seeds, RNG_RECHECK, evidence=paths.draws)
                 seeds = _resummarize_worst_seed(seeds, leaves)
                 rng_config = dict(RNG_RECHECK.config)  # masks must agree for a precision re-check to see anything
-            if _wants_precision_recheck(options, outcomes, leaves):
-                trips = mechanisms.round_trips(run.code.fx_graphs)
-                # inside a library call (F.alpha_dropout) the Dynamo graph shows one node: eager's ATen ops show the round trip
-                aten = tuple(
-                    dict.fromkeys(pair for _, calls in outcomes for call in calls for pair in call.round_trips)
-                )
-                evidence = (
-                    mechanisms.precision_cast_evidence(trips)
-                    if trips
-                    else mechanisms.aten_round_trip_evidence(aten)
-                    if aten
-                    else None
-                )
+            # nodes that differ only where compiled keeps a bf16/fp16 value in fp32 are looked at under emulation too
+            inside_again = (
+                inside.Capture(filename, options.inside_max_mb << 20)
+                if isinstance(judged, inside.Judged) and inside.may_be_precision(judged)
+                else None
+            )
+            if _wants_precision_recheck(options, outcomes, leaves) or inside_again is not None:
+                paths.graph_trips = mechanisms.round_trips(run.code.fx_graphs)
                 leaves = _recheck(
                     run,
                     leaves,
                     seeds,
                     PRECISION_RECHECK,
                     rng_config,
-                    evidence,
+                    paths.round_trips,
                     unsaid=_same_compile_as_minimizer(options, outcomes),
+                    capture=inside_again,
                 )
                 seeds = _resummarize_worst_seed(seeds, leaves)
+                if inside_again is not None and isinstance(judged, inside.Judged):
+                    _explain_inside(run, judged, inside_again, outcomes, decision)
+            found = _finish_inside(run, judged, outcomes)
     except SnippetError as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), run.code)
     except StageError as exc:
@@ -165,6 +173,10 @@ def run_check(
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.OPTIONS, str(exc)), run.code)
     verdict = worst([leaf.verdict for leaf in leaves])
     explanation = oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])
+    if found is not None and found.first is not None and verdict.severity < Verdict.DIVERGENT.severity:
+        # a value inside the program diverges: the outputs may hide it (a pooled prediction), the bug is there
+        verdict = Verdict.DIVERGENT
+        explanation = f"divergent inside the program: {found.explanation}; the outputs: {explanation}"
     if len(seeds) > 1:
         explanation += f"; over {len(seeds)} seeds: " + ", ".join(f"{s.seed}: {s.verdict.value}" for s in seeds)
     if arrays:
@@ -186,12 +198,117 @@ def run_check(
         peak_device_mb=peak_device_mb(run.device),
         run_dir=str(run_dir),
         scalar_roundings=_scalar_roundings(outcomes),
+        inside=found,
     )
     run.guard_fork()
     result.save(run_dir)
     if after is not None and result.verdict is not Verdict.ERROR:  # nothing to localize in an error
         after(run, result)
     return result
+
+
+def _inside_skipped(options: CheckOptions) -> str | None:
+    """Why the check does not judge inside the program, or None when it does."""
+    if not options.inside:
+        return "turned off (inside=False, --no-inside)"
+    if options.backend not in (None, "inductor"):
+        return f"the backend is {options.backend}: only Inductor's code reports its buffers"
+    if options.strict:
+        return "--strict: every bit of the outputs is judged already"
+    if options.triton_cpu:
+        return "Triton on CPU runs the kernels in its interpreter"
+    if options.localize is not None:
+        return "a localization step runs instead"
+    return None
+
+
+def _judge_inside(
+    run: Run, outcomes: list[tuple[int, list[CallOutcome]]], skipped: str | None
+) -> inside.Judged | InsideReport:
+    """The inside stage: every buffer the compiled code stored in its first call, judged (engine/child/inside.py)."""
+    if skipped is not None:
+        return InsideReport("skipped", f"not judged inside: {skipped}")
+    capture, run.inside = run.inside, None
+    late = _past_time_budget(run, run.stage_seconds.get("eager", 0.0) + run.stage_seconds.get("fp64 reference", 0.0))
+    if late is not None:
+        return InsideReport("skipped", f"not judged inside: {late}")
+    stored = sum(len(g.values) for g in capture.graphs)
+    if stored:
+        run.emit("inside")
+        run.detail(f"{stored} buffers compiled code stored, against the same graph run eagerly and in float64")
+    try:
+        return inside.judge(
+            capture,
+            run.options,
+            _scalar_roundings(outcomes),
+            run.code.output_code,
+            undefined=_met_uninitialized(outcomes),
+        )
+    except Exception as exc:  # best effort, like the localization: the outputs' verdict stands
+        return InsideReport("failed", f"judging inside failed: {type(exc).__name__}: {str(exc)[:300]}")
+
+
+def _past_time_budget(run: Run, runs: float) -> str | None:
+    """Why the inside stage would not finish in the check's time limit: it costs about one eager and one float64
+    run of the graph (and its float32 twin), measured here by the check's own eager and fp64 stages; the result
+    must still be written after it."""
+    elapsed = sum(run.stage_seconds.values()) + time.monotonic() - run.stage_start
+    needed = 2.0 * runs + 30.0
+    if elapsed + needed > run.options.timeout_s:
+        return (
+            f"{elapsed:.0f} s of the check's {run.options.timeout_s:.0f} s time limit are spent and it needs about "
+            f"{needed:.0f} s more (--timeout allows more)"
+        )
+    return None
+
+
+def _met_uninitialized(outcomes: list[tuple[int, list[CallOutcome]]]) -> bool:
+    return any(leaf.unwritten for _, calls in outcomes for call in calls for leaf in call.leaves)
+
+
+def _explain_inside(
+    run: Run,
+    judged: inside.Judged,
+    again: inside.Capture,
+    outcomes: list[tuple[int, list[CallOutcome]]],
+    decision: family.Decision,
+) -> None:
+    """The diverging nodes judged once more in the precision re-check's compile: those that no longer diverge, with
+    an unrounded bf16/fp16 value on their path, are precision-cast (engine/child/inside.py)."""
+    run.emit("inside")
+    run.detail("the diverging buffers again, compiled with emulate_precision_casts")
+    try:
+        rejudged = inside.judge(
+            again,
+            run.options,
+            _scalar_roundings(outcomes),
+            run.code.output_code,
+            undefined=_met_uninitialized(outcomes),
+        )
+        inside.settle(rejudged, decision)  # the same shares of the budget as the check's own judgement
+        inside.explain_by_precision(judged, rejudged)
+    except Exception as exc:  # best effort: the nodes keep their verdicts
+        judged.notes.append(f"the inside re-check under emulate_precision_casts failed: {type(exc).__name__}: {exc}")
+
+
+def _finish_inside(
+    run: Run, judged: inside.Judged | InsideReport, outcomes: list[tuple[int, list[CallOutcome]]]
+) -> InsideReport:
+    if isinstance(judged, InsideReport):
+        return judged
+    if judged.diffs and _past_time_budget(run, 30.0) is not None:  # a compile of one kernel: leave it out
+        judged.notes.append("the values inside the first diverging buffer's kernel were not exposed: no time left")
+        return inside.finish(judged, run.options, _scalar_roundings(outcomes), narrow=False)
+    if judged.diffs:
+        first = judged.diffs[0]
+        run.emit("inside")
+        run.detail(
+            f"{first.node} diverges: exposing the values inside {first.kernel or 'its kernel'} (a small compile)"
+        )
+    try:
+        return inside.finish(judged, run.options, _scalar_roundings(outcomes))
+    except Exception as exc:  # best effort, like the localization: the outputs' verdict stands
+        return InsideReport("failed", f"judging inside failed: {type(exc).__name__}: {str(exc)[:300]}")
 
 
 def _derived(run: Run, args: Any, seed: int) -> Any:
@@ -298,7 +415,8 @@ def _check_all_seeds(run: Run) -> tuple[list[tuple[int, list[CallOutcome]]], Gen
     settings = run.settings()
     seeds = [run.options.seed + i for i in range(run.options.seeds)]
     program = (run.filename, run.source) if run.options.provenance and run.namespace is None else (None, None)
-    with capture_generated_code(run.trace_dir, *program) as captured, compile_progress(run.detail):
+    watching = run.inside.active() if run.inside is not None else contextlib.nullcontext()
+    with capture_generated_code(run.trace_dir, *program) as captured, compile_progress(run.detail), watching:
         try:
             if run.style is SnippetStyle.REPRO:
                 outcomes = [(seed, run_repro(run, seed, settings)) for seed in seeds]
@@ -426,19 +544,30 @@ class _CheckedCallable:
         return getattr(self.__dict__["_compiled"], name)
 
 
-def settle_budget(
+def budget_decision(
     outcomes: list[tuple[int, list[CallOutcome]]], inside: Sequence[family.Item] = ()
-) -> list[tuple[int, list[CallOutcome]]]:
-    """The check's false-alarm budget over every value it judged (engine/judge/family.py): each leaf of each seed
-    and call judged alone was given the whole budget; a leaf whose element tests do not survive their share of it
-    takes its fallback verdict, and says so. `inside`: the intermediates judged in the check, which share it."""
+) -> family.Decision:
+    """The check-level decision (engine/judge/family.py) over every leaf of every seed and call, and `inside`: the
+    intermediates judged in the check (engine/child/inside.py), which share the budget."""
     items = [
         family.Item(_item_name(seed, i, leaf.name), family.Stage.OUTPUT, leaf.tests)
         for seed, calls in outcomes
         for i, call in enumerate(calls)
         for leaf in call.leaves
     ]
-    decision = family.decide([*items, *inside])
+    return family.decide([*items, *inside])
+
+
+def settle_budget(
+    outcomes: list[tuple[int, list[CallOutcome]]],
+    inside: Sequence[family.Item] = (),
+    decision: family.Decision | None = None,
+) -> list[tuple[int, list[CallOutcome]]]:
+    """The check's false-alarm budget over every value it judged (engine/judge/family.py): each leaf of each seed
+    and call judged alone was given the whole budget; a leaf whose element tests do not survive their share of it
+    takes its fallback verdict, and says so. `inside`: the intermediates judged in the check, which share it;
+    `decision`: the decision already taken over both (budget_decision)."""
+    decision = decision or budget_decision(outcomes, inside)
     settled = []
     for seed, calls in outcomes:
         new_calls = []
@@ -515,6 +644,66 @@ def _resummarize_worst_seed(seeds: list[SeedOutcome], leaves: list[LeafResult]) 
     return [SeedOutcome(s.seed, verdict, summary) if s.seed == worst_seed else s for s in seeds]
 
 
+_CAST_CALLS = {"bfloat16", "half", "to", "float", "type_as", "double"}  # Dynamo-graph calls that are ATen casts
+
+
+@dataclasses.dataclass
+class _Paths:
+    """The evidence a mechanism needs, leaf by leaf: the round trips and draws among that leaf's own ancestors, as
+    eager's traced ATen ops computed it (engine/child/faithful.py). A leaf the trace did not name (a mutated input,
+    module state, a gradient) falls back to the program's: there the mechanism is named from the program as a whole."""
+
+    trips: dict[str, tuple[str, ...]]  # leaf -> "producer -> consumer" pairs on its path
+    draws_of: dict[str, tuple[str, ...]]  # leaf -> random ops on its path
+    dtypes: dict[str, str]  # pair -> dtype
+    all_draws: tuple[str, ...]
+    traced: bool
+    graph_trips: tuple[mechanisms.RoundTrip, ...] = ()  # the Dynamo graph's, with program lines (for the wording)
+
+    @classmethod
+    def of(cls, outcomes: list[tuple[int, list[CallOutcome]]], seeds: list[SeedOutcome]) -> _Paths:
+        worst_seed = max(seeds, key=lambda s: s.verdict.severity).seed
+        calls = [call for seed, calls in outcomes if seed == worst_seed for call in calls]
+        trips: dict[str, tuple[str, ...]] = {}
+        draws: dict[str, tuple[str, ...]] = {}
+        for call in calls:
+            trips.update(call.leaf_round_trips or {})
+            draws.update(call.leaf_draws or {})
+        return cls(
+            trips,
+            draws,
+            {pair: dtype for _, cs in outcomes for call in cs for pair, dtype in call.round_trips},
+            tuple(dict.fromkeys(op for _, cs in outcomes for call in cs for op in call.random_ops)),
+            any(call.leaf_round_trips is not None for call in calls),
+        )
+
+    def draws(self, leaf: LeafResult) -> str | None:
+        ops = self.draws_of.get(leaf.name, self.all_draws if leaf.name not in self.trips else ())
+        return mechanisms.random_evidence(ops) if ops else None
+
+    def round_trips(self, leaf: LeafResult) -> str | None:
+        if leaf.name in self.trips:
+            pairs = self.trips[leaf.name]
+            if not pairs:
+                return None
+            # name the Dynamo graph's round trip, with its program line, whose producer is one on this leaf's path
+            producers = {pair.split(" -> ")[0].split(".")[1] for pair in pairs if "." in pair}
+            if producers & {"_to_copy", "convert_element_type"}:
+                producers |= _CAST_CALLS
+            named = [t for t in self.graph_trips if re.sub(r"_\d+$", "", t.node) in producers]
+            if named:
+                return mechanisms.precision_cast_evidence(named)
+            if not self.graph_trips:  # the program's own graph shows none: they are inside a library call
+                return mechanisms.aten_round_trip_evidence([(p, self.dtypes.get(p, "bf16/fp16")) for p in pairs])
+            shown = "; ".join(f"{self.dtypes.get(pair, 'bf16/fp16')} between {pair}" for pair in pairs[:2])
+            more = f" (and {len(pairs) - 2} more)" if len(pairs) > 2 else ""
+            return f"on this value's own path eager rounds to {shown}{more}, and a fused kernel keeps it in fp32"
+        if self.graph_trips:
+            return mechanisms.precision_cast_evidence(self.graph_trips)
+        pairs = tuple(self.dtypes.items())
+        return mechanisms.aten_round_trip_evidence(pairs) if pairs else None
+
+
 def _wants_precision_recheck(
     options: CheckOptions, outcomes: list[tuple[int, list[CallOutcome]]], leaves: list[LeafResult]
 ) -> bool:
@@ -572,7 +761,7 @@ PRECISION_RECHECK = Recheck(
     Verdict.PRECISION_CAST,
     lambda l: not l.structural,
     _cast_mechanism,
-    "the program has no bf16/fp16 value that eager rounds and a fused kernel could keep in fp32",
+    "no bf16/fp16 value on this value's own path is one that eager rounds and a fused kernel could keep in fp32",
 )
 RNG_RECHECK = Recheck(
     "rng recheck",
@@ -580,7 +769,7 @@ RNG_RECHECK = Recheck(
     Verdict.RNG,
     lambda l: set(l.symptoms) <= _VALUE_SYMPTOMS,
     _random_mechanism,
-    "no op of eager's run drew random numbers",
+    "no op on this value's own path drew random numbers in eager's run",
 )
 
 
@@ -625,8 +814,9 @@ def _recheck(
     seeds: list[SeedOutcome],
     recheck: Recheck,
     also: dict[str, Any] | None = None,
-    evidence: str | None = None,
+    evidence: Callable[[LeafResult], str | None] = lambda leaf: None,
     unsaid: dict[str, Any] | None = None,
+    capture: inside.Capture | None = None,
 ) -> list[LeafResult]:
     """Re-run the worst seed with the recheck's flag (and `also`; and `unsaid`, flags that change nothing here and
     go unmentioned); leaves whose difference it removes get its verdict when `evidence` names the mechanism in the
@@ -640,7 +830,8 @@ def _recheck(
     torch._dynamo.reset()
     config = {**(also or {}), **recheck.config}
     try:
-        with inductor_config.patch({**(unsaid or {}), **config}), compile_progress(run.detail):
+        watching = capture.active() if capture is not None else contextlib.nullcontext()
+        with inductor_config.patch({**(unsaid or {}), **config}), compile_progress(run.detail), watching:
             if run.style is SnippetStyle.REPRO:
                 calls = run_repro(run, worst_seed, settings)
             else:
@@ -661,9 +852,10 @@ def _recheck(
         fixed = (differed and again.verdict in (Verdict.MATCH, Verdict.BENIGN)) or (
             leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH
         )
-        if fixed and evidence is not None:
+        found = evidence(leaf) if fixed else None
+        if fixed and found is not None:
             outcome = "bit-identical" if again.verdict is Verdict.MATCH else f"benign ({again.explanation})"
-            why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf, evidence)}"
+            why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf, found)}"
             leaf = dataclasses.replace(leaf, verdict=recheck.verdict, explanation=why)
         elif fixed:
             leaf = dataclasses.replace(

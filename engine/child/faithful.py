@@ -46,6 +46,7 @@ EXPECTED_FLIPS = 8  # differences that not rounding would have to show on an op'
 Key = tuple[str, str, float]  # (op, argument name, the scalar as eager received it)
 
 _SEQUENCES = {torch.arange, torch.linspace, torch.logspace}
+_CASTS = {torch.ops.aten._to_copy.default, torch.ops.prims.convert_element_type.default}
 # ATen ops whose output is memory as the allocator left it (engine/child/uninitialized.py judges what a program
 # leaves unwritten); the trace notes them so that a call without one needs no poisoned re-runs
 UNINITIALIZED_OPS = frozenset(
@@ -93,6 +94,10 @@ class Trace:
     # "producer -> consumer": a bf16/fp16 result of one pointwise ATen op that eager rounds before another pointwise
     # or reduction op uses it; inside a library call (a composite op) the Dynamo graph cannot show it (precision-cast's evidence)
     round_trips: dict[str, str] = field(default_factory=dict)  # pair -> the dtype
+    # per output leaf (trace_eager's `leaves`), the round trips and draws among its own ancestors: a mechanism is
+    # named for a leaf only with evidence on that leaf's path, not somewhere in the program
+    leaf_round_trips: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    leaf_draws: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def changes_reference(self) -> bool:
@@ -213,13 +218,18 @@ class EagerTrace(TorchDispatchMode):
         self.trace = Trace()
         self._cache: dict[tuple[str, str, torch.dtype, float], bool] = {}
         self._rounded: Any = torch.utils.weak.WeakIdKeyDictionary()  # low-precision pointwise result -> its op
+        # tensor -> the round trips ("producer -> consumer") and draws (op) among the ops that computed it
+        self.ancestry: Any = torch.utils.weak.WeakIdKeyDictionary()
 
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        inherited = self._inherited(args, kwargs)
         if torch.Tag.nondeterministic_seeded in func.tags:
-            return self._draw(func, args, kwargs)
+            out = self._draw(func, args, kwargs)
+            self._descend(out, inherited | {f"draw:{func}"})
+            return out
         if (name := uninitialized_op(func)) is not None:
             self.trace.uninitialized[name] = self.trace.uninitialized.get(name, 0) + 1
         scalars = _scalar_arguments(func, args, kwargs)
@@ -228,22 +238,39 @@ class EagerTrace(TorchDispatchMode):
         out = func(*args, **kwargs)
         if scalars:
             self._decide(func, before[0], before[1], out, scalars)
-        self._note_round_trips(func, args, kwargs, out)
+        trips = self._note_round_trips(func, args, kwargs, out)
+        self._descend(out, inherited | {f"trip:{t}" for t in trips})
         return out
 
-    def _note_round_trips(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+    def _inherited(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str]:
+        found: frozenset[str] = frozenset()
+        for t in _tensors([*args, *kwargs.values()]):
+            found = found | self.ancestry.get(t, frozenset())
+        return found
+
+    def _descend(self, out: Any, evidence: frozenset[str]) -> None:
+        if evidence:
+            for t in _tensors(out):  # an in-place op returns its operand: written, it inherits too
+                self.ancestry[t] = self.ancestry.get(t, frozenset()) | evidence
+
+    def _note_round_trips(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> list[str]:
         """Pairs of fusible ops between which eager rounds a bf16/fp16 value (what a fused kernel keeps in fp32)."""
         tags = func.tags
-        if torch.Tag.pointwise not in tags and torch.Tag.reduction not in tags:
-            return
+        cast = func in _CASTS  # an explicit .bfloat16(): a fused kernel keeps the cast pair's value in fp32 too
+        if torch.Tag.pointwise not in tags and torch.Tag.reduction not in tags and not cast:
+            return []
+        found = []
         for t in _tensors([*args, *kwargs.values()]):
             producer = self._rounded.get(t)
             if producer is not None:
-                self.trace.round_trips.setdefault(f"{producer} -> {func}", str(t.dtype).removeprefix("torch."))
-        if torch.Tag.pointwise in tags:
+                pair = f"{producer} -> {func}"
+                self.trace.round_trips.setdefault(pair, str(t.dtype).removeprefix("torch."))
+                found.append(pair)
+        if torch.Tag.pointwise in tags or cast:
             for t in _tensors(out):
                 if t.dtype in LOW_PRECISION:
                     self._rounded[t] = str(func)
+        return found
 
     def _draw(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Keep a random op's output, if it drew at all (attention with dropout_p=0 carries the tag too)."""
@@ -402,9 +429,15 @@ class FaithfulMode(TorchDispatchMode):
         return out
 
 
-def trace_eager(run: Callable[[], Any]) -> Trace:
-    """Run `run` (an eager re-run of the call, state and seed already restored) under an EagerTrace."""
+def trace_eager(run: Callable[[], Any], leaves: Callable[[Any], list[tuple[str, torch.Tensor]]] | None = None) -> Trace:
+    """Run `run` (an eager re-run of the call, state and seed already restored) under an EagerTrace; `leaves` names
+    the tensors of its output, whose ancestry (round trips and draws on their own path) the trace then records."""
     mode = EagerTrace()
     with mode:
-        run()
+        out = run()
+    if leaves is not None:
+        for name, t in leaves(out):
+            evidence = mode.ancestry.get(t, frozenset())
+            mode.trace.leaf_round_trips[name] = tuple(sorted(e[5:] for e in evidence if e.startswith("trip:")))
+            mode.trace.leaf_draws[name] = tuple(sorted(e[5:] for e in evidence if e.startswith("draw:")))
     return mode.trace

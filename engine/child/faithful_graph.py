@@ -19,7 +19,7 @@ check's own reference (the program on float64 inputs) does not round there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -38,18 +38,30 @@ class _Graph(torch.fx.Interpreter):
     """Runs a graph recording every node's value; `fp64` runs it as the faithful float64 reference."""
 
     def __init__(
-        self, gm: Any, roundings: dict[tuple[str, float], float], fp64: bool, draws: dict[str, Any] | None = None
+        self,
+        gm: Any,
+        roundings: dict[tuple[str, float], float],
+        fp64: bool,
+        draws: dict[str, Any] | None = None,
+        keep: Collection[str] | None = None,
+        given: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(gm)
-        self.roundings, self.fp64, self.draws = roundings, fp64, draws or {}
+        self.roundings, self.fp64, self.draws, self.keep = roundings, fp64, draws or {}, keep
+        self.given = given or {}
         self.values: dict[str, Any] = {}
         self.rounded: list[str] = []
+        self.drew: set[str] = set()  # random-tagged nodes that advanced a generator (attention with p=0 does not)
         self._node: Any = None
 
     def run_node(self, n: Any) -> Any:
         self._node = n
         value = super().run_node(n)
-        self.values[n.name] = value
+        if self.keep is None or n.name in self.keep:
+            self.values[n.name] = value
+        given = self.given.get(n.name)
+        if given is not None and isinstance(value, torch.Tensor):
+            return _like(given, value)  # what comes after starts from the given value, not from this run's
         return value
 
     def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
@@ -58,6 +70,9 @@ class _Graph(torch.fx.Interpreter):
         args = tuple(self._round(a, original) for a in args)
         kwargs = {k: self._round(v, original) for k, v in kwargs.items()}
         if self.fp64:
+            # inputs arrive in their own dtype and are cast as an op uses them (a float64 copy of every weight at
+            # once would be 4x a bf16 model); everything computed here is float64 already
+            args, kwargs = _to_fp64((args, kwargs))
             if torch.Tag.nondeterministic_seeded in getattr(target, "tags", ()) and n.name in self.draws:
                 return _to_fp64(self.draws[n.name])
             if target in (_CONVERT, _TO_COPY):
@@ -66,6 +81,12 @@ class _Graph(torch.fx.Interpreter):
                     return cast
             if isinstance(kwargs.get("dtype"), torch.dtype) and kwargs["dtype"] in _FLOATING:
                 kwargs = {**kwargs, "dtype": torch.float64}
+        if torch.Tag.nondeterministic_seeded in getattr(target, "tags", ()):
+            before = torch.default_generator.get_state()
+            value = target(*args, **kwargs)
+            if not torch.equal(before, torch.default_generator.get_state()) or n.name in self.draws:
+                self.drew.add(n.name)
+            return value
         return target(*args, **kwargs)
 
     def _round(self, value: Any, original: str) -> Any:
@@ -91,22 +112,68 @@ def _to_fp64(value: Any) -> Any:
         return value.to(torch.float64)
     if isinstance(value, (tuple, list)):
         return type(value)(_to_fp64(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_fp64(v) for k, v in value.items()}
     return value
 
 
 def run(
-    gm: Any, inputs: Sequence[Any], roundings: Sequence[ScalarRounding]
+    gm: Any,
+    inputs: Sequence[Any],
+    roundings: Sequence[ScalarRounding],
+    keep: Collection[str] | None = None,
+    fp64: bool = True,
+    drew: set[str] | None = None,
+    given: Mapping[str, Any] | None = None,
+    eager: bool = True,
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """(eager value of every node, its faithful float64 reference, the scalars rounded): the graph on `inputs`."""
+    """(eager value of every node, its faithful float64 reference, the scalars rounded): the graph on `inputs`.
+
+    `keep`: only these nodes' values are kept (the rest are freed once used, as torch.fx.Interpreter frees them);
+    `fp64=False`: no float64 run (its dict is empty); `drew` receives the random nodes that drew in the eager run;
+    `given`: node name -> a value that replaces the node's own once it is computed and kept, in both runs, so each
+    such node is computed from the given values before it (what one kernel does with what the kernels before it
+    stored); `eager=False`: the float64 run alone (its draws are its own: for a float32 twin of what no draw feeds).
+    Inputs are not copied unless the graph writes them."""
     table = {(r.op, float(r.value)): float(r.rounded) for r in roundings}
+    written = written_inputs(gm)
+    values: dict[str, Any] = {}
+    rounded: list[str] = []
+    drawn: dict[str, Any] = {}
     with torch.no_grad():
-        eager = _Graph(gm, table, fp64=False)
-        eager.run(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-        draws = {
-            n.name: eager.values[n.name]
-            for n in gm.graph.nodes
-            if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
-        }
-        reference = _Graph(gm, table, fp64=True, draws=draws)
-        reference.run(*[_to_fp64(x.detach().clone()) if isinstance(x, torch.Tensor) else x for x in inputs])
-    return eager.values, reference.values, eager.rounded
+        if eager:
+            draws = {
+                n.name for n in gm.graph.nodes if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ())
+            }
+            run = _Graph(gm, table, fp64=False, keep=None if keep is None else {*keep, *draws}, given=given)
+            run.run(*[x.clone() if i in written else x for i, x in enumerate(inputs)])
+            drawn = {name: run.values[name] for name in draws if name in run.values}
+            if drew is not None:
+                drew.update(run.drew)
+            values = run.values if keep is None else {name: v for name, v in run.values.items() if name in keep}
+            rounded = run.rounded
+        if not fp64:
+            return values, {}, rounded
+        reference = _Graph(gm, table, fp64=True, draws=drawn, keep=keep, given=given)
+        reference.run(*[_to_fp64(x.detach()).clone() if i in written else x for i, x in enumerate(inputs)])
+    return values, reference.values, rounded or reference.rounded
+
+
+def _like(given: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """`given`'s values with `value`'s shape, strides and dtype (a stored buffer may be laid out otherwise)."""
+    out = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device)
+    return out.copy_(given.reshape(value.shape))
+
+
+def written_inputs(gm: Any) -> set[int]:
+    """Positions of the inputs some node writes in place: those alone are copied before a run."""
+    placeholders = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    found: set[int] = set()
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
+            continue
+        for argument, value in zip(schema.arguments, node.args):
+            if argument.alias_info is not None and argument.alias_info.is_write and value in placeholders:
+                found.add(placeholders[value])
+    return found

@@ -18,11 +18,10 @@ from typing import Any
 from engine.child.capture import capture_generated_code
 from engine.child.errors import StageError
 from engine.child.execution import Run, merge_outcomes, run_program, run_repro
-from engine.child.faithful import uninitialized_op
+from engine.child.graph_nodes import exposable, node_op, site
 from engine.judge.verdicts import LeafKind, Verdict
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport, NodeDiff, NodeSite
 from engine.options import CheckOptions
-from engine.provenance import parse_frames, program_frame
 from engine.result import CheckResult, OutputCode, ScalarRounding
 from engine.snippet import SnippetError, SnippetStyle
 
@@ -218,19 +217,19 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
         raw = output.args[0]
         original = list(raw) if isinstance(raw, (tuple, list)) else [raw]
         already = {n for n in original if isinstance(n, torch.fx.Node)}
-        exposed = [n for n in gm.graph.nodes if n.op == "call_function" and n not in already and _exposable(n)]
+        exposed = [n for n in gm.graph.nodes if n.op == "call_function" and n not in already and exposable(n)]
         output.args = (tuple(original + exposed),)
         gm.recompile()
         returned = [
-            n if isinstance(n, torch.fx.Node) and n.op == "call_function" and _exposable(n) else None for n in original
+            n if isinstance(n, torch.fx.Node) and n.op == "call_function" and exposable(n) else None for n in original
         ] + exposed
         record = _Graph(
             reference,
             [n.name if n is not None else "" for n in returned],
-            {n.name: _node_op(n) for n in returned if n is not None},
+            {n.name: node_op(n) for n in returned if n is not None},
             len(original),
             {n.name: i for i, n in enumerate(gm.graph.nodes)},
-            {n.name: _site(n, program, dynamo_graph) for n in returned if n is not None},
+            {n.name: site(n, program, dynamo_graph) for n in returned if n is not None},
         )
         graphs.append(record)
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
@@ -270,51 +269,6 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
         )
 
     return backend
-
-
-def _site(node: Any, program: str, dynamo_graph: int) -> NodeSite:
-    """Where a node of the lowered graph came from, as torch records it on the node itself: the innermost program
-    frame of its stack trace, and the Dynamo-graph nodes of its `from_node` chain. The check's own compile records
-    the same two things for its kernels, which is how the code view finds this node in the check's graph."""
-    frame = program_frame(parse_frames(node.meta.get("stack_trace") or ""), program)
-    roots: list[str] = []
-    stack = list(node.meta.get("from_node") or ())
-    while stack:
-        source = stack.pop()
-        if getattr(source, "graph_id", None) == dynamo_graph and getattr(source, "name", None):
-            roots.append(source.name)
-        stack.extend(getattr(source, "from_node", None) or ())
-    return NodeSite(frame.line if frame else None, frame.code.strip() if frame else "", tuple(dict.fromkeys(roots)))
-
-
-def _exposable(node: Any) -> bool:
-    import torch
-
-    val = node.meta.get("val")
-    if not isinstance(val, torch.Tensor):
-        return False
-    schema = getattr(node.target, "_schema", None)
-    if schema is not None and schema.is_mutable:  # in-place epilogues (copy_ into inputs) are not values
-        return False
-    if uninitialized_op(node.target) is not None:  # memory as the allocator left it: no value to judge
-        return False
-    return all(isinstance(s, int) for s in val.shape)  # symbolic sizes: skip rather than guess
-
-
-def _node_op(node: Any) -> str:
-    """The node's op; `getitem` of a multi-output op (var_mean, split) names that op and the index taken."""
-    import operator
-
-    import torch
-
-    if node.target is operator.getitem and node.args and isinstance(node.args[0], torch.fx.Node):
-        return f"{_op_name(node.args[0].target)}[{node.args[1]}]"
-    return _op_name(node.target)
-
-
-def _op_name(target: Any) -> str:
-    name = str(target)
-    return name if name.startswith(("aten.", "prims.")) else getattr(target, "__name__", name)
 
 
 def _compare_graph(

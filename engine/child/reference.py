@@ -120,6 +120,7 @@ def _reference(
 def _cast_per_use(eager_fn: Callable[..., Any], pristine: Any, seed: int, state: CallState, mode: Any) -> Reference:
     live = state.guard.live
     parameters = [t for t in live.values() if isinstance(t, torch.nn.Parameter)]
+    parameters += casting.reachable_tensors(eager_fn)  # globals, closures, plain objects: cast as weights are
     shadowed = [t for name, t in live.items() if not isinstance(t, torch.nn.Parameter) or name in state.written]
     sources = {id(live[name]): state.guard.value_before(name) for name in state.compiled_after}
     upcast = Fp64State(parameters, shadowed, sources)

@@ -80,6 +80,7 @@ class ValueMetrics:
     # compiled (only eager) agrees with it; None without a reference for them
     compiled_right: int | None = None
     eager_right: int | None = None
+    magnitude: float | None = None  # largest finite |eager| over the value, where there is no reference
 
 
 def ordered_bits(t: torch.Tensor) -> torch.Tensor:
@@ -239,6 +240,7 @@ class _Figures:
     count: int = 0  # elements usable against the reference
     sums: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of squares: reference, eager's error, compiled's error
     maxima: tuple[float, float, float] = (0.0, 0.0, 0.0)  # largest magnitudes of the same
+    magnitude: float = 0.0  # largest finite |eager|, measured only where there is no reference
     observed: Any = None
 
     def add(self, o: _Figures) -> None:
@@ -263,6 +265,7 @@ class _Figures:
             max(self.maxima[1], o.maxima[1]),
             max(self.maxima[2], o.maxima[2]),
         )
+        self.magnitude = max(self.magnitude, o.magnitude)
 
 
 def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetrics:
@@ -290,6 +293,9 @@ def measure(ops: Operands, observer: ChunkObserver | None = None) -> ValueMetric
                 figures.observed = observer.differing(d)
         if r is not None and not ops.exact:
             _reference_chunk(figures, e, c, r)
+        elif not ops.exact and e.numel():  # no reference: how large the values are bounds what rounding can do
+            finite = torch.where(torch.isfinite(e), e.abs(), torch.zeros((), dtype=e.dtype, device=e.device))
+            figures.magnitude = float(finite.max())
         return figures
 
     totals = _Figures()
@@ -500,6 +506,7 @@ def _metrics(ops: Operands, t: _Figures, counts: ElementCounts | None = None) ->
         elements=counts,
         compiled_right=t.compiled_right if ops.ref is not None else None,
         eager_right=t.eager_right if ops.ref is not None else None,
+        magnitude=t.magnitude if ops.ref is None and not ops.exact else None,
         **ref_stats,
     )
 

@@ -21,6 +21,7 @@ docs/oracle.md gives the reasoning and the figures measured by benchmarks/oracle
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,10 +109,22 @@ def judge_values(
                 f"{drift}; no fp64 reference, but within torch.testing's default tolerances",
                 Witness.TOLERANCE,
             )
+        rounding = rounding_bound(m, factor, noise_ulps)
+        if rounding is not None and m.max_abs <= rounding:
+            return Judgement(
+                Verdict.BENIGN,
+                (),
+                f"{drift}; no float64 answer could be made, and the two differ by at most {m.max_abs:.3g}, within "
+                f"what rounding gives values of this size ({rounding:.3g}: {factor:g}x plus one times the noise floor "
+                f"of the largest, {m.magnitude:.3g}): without a float64 answer that cannot be told from rounding, so "
+                "it is not called a bug",
+                Witness.TOLERANCE,
+            )
         return Judgement(
             Verdict.DIVERGENT,
             (Symptom.VALUE,),
-            f"{drift}; no fp64 reference, and beyond torch.testing's default tolerances{where}",
+            f"{drift}; no float64 answer could be made, and the difference is beyond torch.testing's default "
+            f"tolerances and beyond what rounding gives values of this size{where}",
             Witness.TOLERANCE,
         )
     return _judge_against_reference(m, factor, noise_ulps, drift, where, faithful, budget)
@@ -127,6 +140,18 @@ def _by_reference(m: ValueMetrics, symptoms: tuple[Symptom, ...], what: str, dif
         return Judgement(Verdict.EAGER_INACCURATE, symptoms, f"{EAGER_SIDE}: {said}", None, Nearer.COMPILED)
     nearer = Nearer.EAGER if m.eager_right else Nearer.NEITHER
     return Judgement(Verdict.DIVERGENT, symptoms, said, None, nearer)
+
+
+def rounding_bound(m: ValueMetrics, factor: float, noise_ulps: float) -> float | None:
+    """Without a reference, the largest difference between eager and compiled that rounding explains.
+
+    With a reference, a value is benign while |c - r| <= factor |e - r| + floor, the floor being the noise floor
+    (noise_floor_scale) at the value's largest magnitude; a correctly rounded eager is within the floor itself,
+    |e - r| <= floor. So a benign compiled value is within (factor + 1) floors of eager's: any difference up to
+    that can be rounding, and one beyond it cannot. The magnitude is eager's, standing in for the reference's."""
+    if m.magnitude is None or not math.isfinite(m.magnitude) or m.exact_dtype:
+        return None
+    return (factor + 1.0) * noise_floor_scale(m, noise_ulps) * m.magnitude
 
 
 def _judge_against_reference(

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.judge.verdicts import Verdict
+from engine.nodes import NodeDiff, NodeSite  # noqa: F401  (the intermediates step's records; defined with the check's)
 
 BISECT_FILE = "bisect.json"
 BISECT_STATE_DIR = "bisector-state"  # the CompilerBisector's state files, inside the bisecting run's directory
@@ -59,44 +59,6 @@ def explain(
     if number:
         return f"{where}; subsystem {subsystem}: application #{number}{f' ({info})' if info else ''} is at fault"
     return f"{where}; changing the config {subsystem} removes it{then}"
-
-
-@dataclass(frozen=True)
-class NodeSite:
-    """Where a node of the instrumented compile came from, as torch recorded it on the node: what places it in
-    the check's own compile (a second compile of the same program, whose node names and labels may differ)."""
-
-    line: int | None = None  # the program line of its stack trace's innermost frame in the program
-    code: str = ""  # that line's text as torch recorded it (checked against the program before it is trusted)
-    source_nodes: tuple[str, ...] = ()  # the Dynamo graph's nodes it came from (its `from_node` chain)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "code": self.code, "source_nodes": list(self.source_nodes)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> NodeSite:
-        data = data or {}
-        return cls(data.get("line"), str(data.get("code", "")), tuple(data.get("source_nodes", ())))
-
-
-@dataclass(frozen=True)
-class NodeDiff:
-    graph: int  # which compiled graph (graph breaks make several): the graph-th forward graph of the program
-    node: str  # FX node name, as in the graph Inductor compiled
-    op: str  # e.g. "aten.floor_divide.default"
-    verdict: Verdict
-    explanation: str
-    mismatches: int = 0
-    numel: int = 0
-    max_ulp: float = 0.0
-    site: NodeSite = field(default_factory=NodeSite)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "verdict": self.verdict.value, "site": self.site.to_json()}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NodeDiff:
-        return cls(**{**data, "verdict": Verdict(data["verdict"]), "site": NodeSite.from_json(data.get("site"))})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,97 @@
+"""Every buffer the compiled code stores, reported by the FX node it computes, without changing what is compiled.
+
+Inductor's `generate_intermediate_hooks` writes `run_intermediate_hooks(node_name, buffer)` into the output
+code after a kernel stores a buffer, so that a hook sees the value the compiled code materialised, under the
+name of the FX node it computes (its `origin_node`). In torch 2.13 only Triton kernels
+(codegen/simd.py, the live outputs of each kernel) and extern kernels that allocate their result
+(`generate_extern_kernel_alloc`) emit them; the C++ kernels of a CPU compile and the extern kernels that write
+into a buffer (`extern_kernels.addmm(..., out=buf4)`, every matmul on CPU) emit none. `install` adds the same
+line after those two, from the same information Inductor's own hooks use (a kernel's live output buffers, each
+buffer's origin node). A piece of a `cat`/`stack` written in place into the concatenation's storage reports the
+concatenation under its own node once the piece is written, so the last report holds the whole.
+
+Only wrapper lines are added: the kernels, their fusion and their buffers are the same (a test holds the outputs
+bit-identical with the hooks on), and without a registered hook a report is one Python call that does nothing.
+`generate_intermediate_hooks` is part of Inductor's cache key, so code with the hooks is cached apart from code
+without them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+_INSTALLED: list[bool] = []
+
+
+def install() -> str | None:
+    """Patch Inductor's C++ scheduling and extern-kernel codegen to emit hooks (once per process); None when
+    done, else why not (another torch whose internals differ: only the kernels Inductor hooks itself report)."""
+    if _INSTALLED:
+        return None
+    try:
+        from torch._inductor import config as inductor_config
+        from torch._inductor.codegen import cpp
+        from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+        from torch._inductor.virtualized import V
+
+        real_flush = cpp.CppScheduling.flush
+        real_out = PythonWrapperCodegen.generate_extern_kernel_out
+    except (ImportError, AttributeError) as exc:
+        return f"this torch's Inductor has no C++ scheduling to hook ({exc})"
+
+    def flush(self: Any) -> None:
+        if not inductor_config.generate_intermediate_hooks:
+            return real_flush(self)
+        group = self.kernel_group
+        try:
+            live = group.args.live_output_buffers()
+            stored = [(out.get_name(), out.node) for node in group.scheduled_nodes for out in node.get_outputs()]
+        except Exception:  # an internal that moved: emit nothing rather than break the compile
+            return real_flush(self)
+        real_flush(self)
+        wrapper = V.graph.wrapper_code
+        for name, buffer in stored:
+            if name in live:
+                for line in _report(buffer, name):
+                    wrapper.writeline(line)
+
+    def generate_extern_kernel_out(self: Any, node: Any) -> None:
+        real_out(self, node)
+        if inductor_config.generate_intermediate_hooks and getattr(self, "supports_intermediate_hooks", False):
+            for line in _report(node, node.get_name()):
+                self.writeline(line)
+
+    cpp.CppScheduling.flush = flush  # type: ignore[method-assign]
+    PythonWrapperCodegen.generate_extern_kernel_out = generate_extern_kernel_out  # type: ignore[method-assign]
+    _INSTALLED.append(True)
+    return None
+
+
+def _report(buffer: Any, name: str) -> list[str]:
+    """The hook line(s) for a buffer just stored: its own origin node, or, for a piece of a concatenation (a
+    view into another buffer's storage), the concatenation's."""
+    from torch._inductor import ir
+    from torch._inductor.virtualized import V
+
+    try:
+        layout = buffer.get_layout()
+        if isinstance(layout, ir.NonOwningLayout):
+            name = layout.view.get_name()
+            buffer = V.graph.get_buffer(name)
+        origin = buffer.get_origin_node() if buffer is not None else None
+    except Exception:
+        return []
+    if origin is None:
+        return []
+    return [f"run_intermediate_hooks({origin.name!r}, {name})"]
+
+
+@contextlib.contextmanager
+def hooked(report: Callable[[str, Any], None]) -> Iterator[None]:
+    """While active, `report(node_name, tensor)` sees every buffer the hooked compiled code stores."""
+    from torch._inductor import hooks
+
+    with hooks.intermediate_hook(report):
+        yield

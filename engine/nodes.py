@@ -1,0 +1,128 @@
+"""What is said of a node of the compiled graph: where it came from, what it computes, and how it was judged.
+
+Shared by the check's inside stage (engine/child/inside.py, stored in the result as `CheckResult.inside`) and
+Localize's first-diverging-intermediate step (engine/localization/). Plain records, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.judge.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class NodeSite:
+    """Where a node of the instrumented compile came from, as torch recorded it on the node: what places it in
+    the check's own compile (a second compile of the same program, whose node names and labels may differ)."""
+
+    line: int | None = None  # the program line of its stack trace's innermost frame in the program
+    code: str = ""  # that line's text as torch recorded it (checked against the program before it is trusted)
+    source_nodes: tuple[str, ...] = ()  # the Dynamo graph's nodes it came from (its `from_node` chain)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "code": self.code, "source_nodes": list(self.source_nodes)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> NodeSite:
+        data = data or {}
+        return cls(data.get("line"), str(data.get("code", "")), tuple(data.get("source_nodes", ())))
+
+
+@dataclass(frozen=True)
+class NodeDiff:
+    graph: int  # which compiled graph (graph breaks make several): the graph-th forward graph of the program
+    node: str  # FX node name, as in the graph Inductor compiled
+    op: str  # e.g. "aten.floor_divide.default"
+    verdict: Verdict
+    explanation: str
+    mismatches: int = 0
+    numel: int = 0
+    max_ulp: float = 0.0
+    site: NodeSite = field(default_factory=NodeSite)
+    worst: WorstElement | None = None  # the element that differs most, with the three values there
+    kernel: str | None = None  # the generated kernel that stores the node, where known
+    materialised: bool = True  # a buffer compiled code stores; False: a value inside a fused kernel, exposed apart
+    nearer: str | None = None  # who is nearer the exact value: "compiled", "eager", "neither" (engine.judge.verdicts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "verdict": self.verdict.value,
+            "site": self.site.to_json(),
+            "worst": self.worst.to_json() if self.worst else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NodeDiff:
+        known = set(cls.__dataclass_fields__)
+        return cls(
+            **{
+                **{k: v for k, v in data.items() if k in known},
+                "verdict": Verdict(data["verdict"]),
+                "site": NodeSite.from_json(data.get("site")),
+                "worst": WorstElement.from_json(data["worst"]) if data.get("worst") else None,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class WorstElement:
+    """One element of a node: where it is and what eager, compiled and the float64 reference give there."""
+
+    index: tuple[int, ...]
+    eager: str
+    compiled: str
+    reference: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": list(self.index), "eager": self.eager, "compiled": self.compiled, "reference": self.reference}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorstElement:
+        return cls(tuple(data["index"]), str(data["eager"]), str(data["compiled"]), data.get("reference"))
+
+
+@dataclass(frozen=True)
+class InsideReport:
+    """The check's own judgement of what compiled code materialises inside the program (engine/child/inside.py).
+
+    status: "judged" (every hooked node compared), "skipped" (not run: `explanation` says why, e.g. the size
+    budget or `inside=False`), "not-applicable" (no Inductor graph ran), "failed" (best effort: the check stands).
+    """
+
+    status: str
+    explanation: str
+    seconds: float = 0.0
+    graphs: int = 0
+    hooked: int = 0  # buffers the compiled code reported
+    judged: int = 0  # of them, compared with the graph's eager and float64 values
+    first: NodeDiff | None = None  # the first diverging node in graph order, among the materialised buffers
+    narrowed: NodeDiff | None = None  # the first diverging value inside `first`'s fused kernel, where not `first`
+    diverging: tuple[NodeDiff, ...] = ()  # in graph order, the first few
+    notes: tuple[str, ...] = ()
+
+    @property
+    def origin(self) -> NodeDiff | None:
+        """Where compile first changes a value: the narrowed node where there is one, else the first."""
+        return self.narrowed or self.first
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["first"] = self.first.to_json() if self.first else None
+        data["narrowed"] = self.narrowed.to_json() if self.narrowed else None
+        data["diverging"] = [d.to_json() for d in self.diverging]
+        data["notes"] = list(self.notes)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> InsideReport:
+        known = set(cls.__dataclass_fields__)
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["first"] = NodeDiff.from_json(data["first"]) if data.get("first") else None
+        kwargs["narrowed"] = NodeDiff.from_json(data["narrowed"]) if data.get("narrowed") else None
+        kwargs["diverging"] = tuple(NodeDiff.from_json(d) for d in data.get("diverging", ()))
+        kwargs["notes"] = tuple(data.get("notes", ()))
+        return cls(**kwargs)
