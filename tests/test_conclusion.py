@@ -275,3 +275,20 @@ def test_a_pattern_pass_names_the_op_it_put_in_place_of_the_users() -> None:
     c = conclude(Localization(_ladder(), bisect, IntermediatesReport("none-diverges", "...")), check, program)
     assert c.stage is Stage.GRAPH_PASS and c.line == 6 and "scaled_dot_product" in (c.op or "")
     assert "graph pass pass_pattern_0" in c.sentence and "rewrote it" in c.sentence
+
+
+def test_the_checks_own_inside_stage_stands_in_for_a_localize_without_a_node() -> None:
+    """oracle-inside's `CheckResult.inside.origin` (a NodeDiff the check found itself) names the op when Localize's
+    first-node step did not run or found nothing."""
+    check = _check(SENSOR_GRAPH, SENSOR_NODES, (_leaf("out[0]"),))
+    origin = _node("aten.div.Tensor_mode", 6, "bucket = t // STEP").first
+
+    class Inside:
+        def __init__(self) -> None:
+            self.origin = origin
+
+    check = dataclasses.replace(check)
+    object.__setattr__(check, "inside", Inside())
+    c = conclude(Localization(_ladder()), check, SENSOR)
+    assert (c.op, c.line) == ("aten.div.Tensor_mode", 6)
+    assert [f.step for f in c.findings] == ["ladder", "the check's inside stage"]

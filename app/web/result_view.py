@@ -205,9 +205,15 @@ def banner(result: CheckResult) -> None:
     figures = f"\n\n{headline(result)}"
     focus = leaf_roles.load_focus(result)
     # a divergence of memory layouts alone says so first, with the value outputs' verdicts (a GPT-2 with its cache)
-    sentence = leaf_roles.layout_only_sentence(result.leaves, focus) or plain.sentence
+    layout_only = leaf_roles.layout_only_sentence(result.leaves, focus)
+    # a known cause the judge names (filing: "looks like the known ... issue") stays first; the layout words follow
+    sentence = (
+        f"{plain.sentence}; {layout_only}"
+        if layout_only and plain.sentence.startswith("looks like the known")
+        else layout_only or plain.sentence
+    )
     show(f"**Verdict: {result.verdict.value.upper()}** — {sentence}. **Next:** {next_step}.{figures}")
-    if len(result.leaves) > 1 and sentence == plain.sentence:
+    if len(result.leaves) > 1 and not layout_only:
         lead, layout = leaf_roles.summary(result.leaves, focus)
         for line in (lead, layout):
             if line:

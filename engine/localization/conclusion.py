@@ -146,7 +146,7 @@ def conclude(loc: Localization, check: CheckResult | None = None, program: str =
     divergent = [
         leaf for leaf in (check.leaves if check else ()) if leaf.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)
     ]
-    node, node_detail = _node(loc, sites)
+    node, node_detail = _node(loc, sites, check)
     bisected = _bisected(loc, sites)
     mutated = [leaf for leaf in divergent if leaf.kind is LeafKind.MUTATED_INPUT]
     writers = _writers(mutated, sites)
@@ -189,11 +189,22 @@ def conclude(loc: Localization, check: CheckResult | None = None, program: str =
 # -- what each step says, on the program's lines -------------------------------------------------------------
 
 
-def _node(loc: Localization, sites: ProgramSites) -> tuple[Site | None, str]:
+def _inside_origin(check: CheckResult | None) -> Any:
+    """The check's own first diverging node (oracle-inside's `CheckResult.inside.origin`), where the check judged
+    intermediates itself: a NodeDiff, or None (older runs, checks that skipped that stage)."""
+    inside = getattr(check, "inside", None)
+    return getattr(inside, "origin", None) or getattr(inside, "first", None)
+
+
+def _node(loc: Localization, sites: ProgramSites, check: CheckResult | None = None) -> tuple[Site | None, str]:
+    """Localize's first diverging node, else the one the check found inside itself."""
     i = loc.intermediates
-    if i is None or i.status != "found" or i.first is None:
-        return None, ""
-    first = i.first
+    if i is not None and i.status == "found" and i.first is not None:
+        first = i.first
+    else:
+        first = _inside_origin(check)
+        if first is None or getattr(first, "site", None) is None:
+            return None, ""
     line = first.site.line
     site = sites.site(first.op, line) if line is not None else Site(first.op)
     m = _WORST.search(first.explanation)
@@ -335,17 +346,12 @@ def _findings(
         out.append(Finding("bisector", says, bisected, agrees(bisected)))
     i = loc.intermediates
     if i is not None:
-        if node is not None:
-            out.append(
-                Finding(
-                    "first diverging node",
-                    f"{i.first.node if i.first else '?'} = {node.describe()}",
-                    node,
-                    agrees(node),
-                )
-            )
+        if node is not None and i.first is not None:
+            out.append(Finding("first diverging node", f"{i.first.node} = {node.describe()}", node, agrees(node)))
         else:
             out.append(Finding("first diverging node", f"{i.status}: {i.explanation}"))
+    if node is not None and (i is None or i.first is None):  # the check judged its intermediates itself
+        out.append(Finding("the check's inside stage", f"first diverging node {node.describe()}", node, agrees(node)))
     for leaf in mutated:
         name = sites.parameter(leaf.name)
         mine = sites.writers(name) if name else ()
