@@ -117,9 +117,9 @@ def summary(leaves: Sequence[LeafResult], focus: Iterable[str] = ()) -> tuple[st
 
 
 def layout_only_sentence(leaves: Sequence[LeafResult], focus: Iterable[str] = ()) -> str | None:
-    """Where every divergent leaf differs in its strides alone: the headline in those words, the value outputs' verdicts
-    after it ("compile changed only the memory layout of 4 tensors ...; the value outputs: `out.logits` precision-cast").
-    None when some leaf's values diverge."""
+    """Where every divergent leaf differs in its strides alone: the headline in those words, the value outputs'
+    verdicts after it ("compile changed only the memory layout of 4 tensors ...; value outputs: `out.logits`
+    precision-cast"). None when some leaf's values diverge."""
     divergent = [leaf for leaf in leaves if leaf.verdict is Verdict.DIVERGENT]
     if not divergent or any(role(leaf) is not Role.LAYOUT_ONLY for leaf in divergent):
         return None

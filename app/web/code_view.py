@@ -389,7 +389,10 @@ body { margin:0; font:13px/1.45 ui-sans-serif,system-ui,-apple-system,"Segoe UI"
 #progpane { flex:0 1 calc(__PROGRAM_CH__ * 7.3px); max-width:60%; min-width:min(40%, 360px); }
 #outpane { flex-grow:3; }
 /* a narrow window (1024 px with the sidebar open): program above output code, each the full width */
-@media (max-width: 860px) { #panes { flex-direction:column; } #progpane { max-width:none; flex:1 1 0; } .pane, #outpane { flex:1 1 0; min-height:0; } #legend { max-height:52px; } #divbar { max-height:64px; overflow:auto; } }
+@media (max-width: 860px) {
+  #panes { flex-direction:column; } #progpane { max-width:none; flex:1 1 0; }
+  .pane, #outpane { flex:1 1 0; min-height:0; } #legend { max-height:52px; } #divbar { max-height:64px; overflow:auto; }
+}
 .pane .title { padding:3px 8px; font-weight:600; border-bottom:1px solid var(--line); background:#f6f8fa; font-size:12px; }
 .code { overflow:auto; flex:1; font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
 .ln { display:flex; white-space:pre; cursor:default; }
@@ -409,7 +412,8 @@ i.cm { color:#6e7781; }
 #detail code { font:12px ui-monospace,monospace; background:#eef1f4; padding:0 3px; border-radius:3px; }
 #divbar { padding:3px 8px; border-left:4px solid var(--red); background:#fff1f1; font-size:12px; }
 .note { color:var(--muted); font-size:11px; }
-.gb { margin-left:14px; padding:0 6px; border-radius:4px; background:#fff4d6; color:#7a4d00; font:11px ui-sans-serif,system-ui,sans-serif; }
+.gb { margin-left:14px; padding:0 6px; border-radius:4px; background:#fff4d6; color:#7a4d00;
+      font:11px ui-sans-serif,system-ui,sans-serif; }
 </style></head><body>
 <div id="dx">
   <div id="divbar" hidden></div>
@@ -463,7 +467,10 @@ D.program.forEach((h, i) => {
   row.className = "ln" + (keys.length ? " k" : "") + (div && div.line === n ? " div" : "");
   row.dataset.line = n; row.dataset.kernels = keys.join(" ");
   const chips = keys.map(k => `<i style="background:${K[k].color}"></i>`).join("") + (div && div.line === n ? '<span class="warn">⚠</span>' : "");
-  const gb = (D.breaks || []).filter(b => b.line === n).map(b => `<span class="gb" data-testid="dx-break" title="Dynamo broke the graph here: ${esc(b.reason)}">⟂ graph break: ${esc(b.reason)}</span>`).join("");
+  const gb = (D.breaks || []).filter(b => b.line === n).map(b =>
+    `<span class="gb" data-testid="dx-break" title="Dynamo broke the graph here: ${esc(b.reason)}">` +
+    `⟂ graph break: ${esc(b.reason)}</span>`
+  ).join("");
   row.innerHTML = `<span class="no">${n}</span><span class="gut">${chips}</span><span class="tx" style="${paint(keys)}">${h || " "}${gb}</span>`;
   row.onclick = () => select(keys.length || (div && div.line === n) ? {line: n} : null);
   prog.appendChild(row);

@@ -237,7 +237,7 @@ def gallery_section() -> None:
                     key=f"pair:{case.slug}:{i}",
                     on_click=_on_run_pair,
                     args=(case.slug, i),
-                    help="checks the case as written, then the change its explanation suggests, and shows both verdicts",
+                    help="checks the case as written, then the change its explanation suggests; shows both verdicts",
                 )
         for p in problems:
             st.caption(f"skipped: {p}")

@@ -179,7 +179,8 @@ def where_it_stopped(result: CheckResult) -> str:
 def banner(result: CheckResult) -> None:
     if result.error is not None and result.error.kind is ErrorKind.CANCELLED:
         st.warning(
-            f"**Cancelled** — the check was stopped before it finished, so it has no verdict. {where_it_stopped(result)}"
+            "**Cancelled** — the check was stopped before it finished, so it has no verdict. "
+            f"{where_it_stopped(result)}"
             "Run it again to get one."
         )
         tail = result.error.output_tail or result.output_tail
@@ -302,9 +303,8 @@ def leaf_table(record: RunRecord, result: CheckResult) -> None:
     if shown:
         st.dataframe(leaf_rows(shown), hide_index=True, width="stretch", column_config=LEAF_COLUMNS)
     if trivia:
-        with st.expander(
-            f"{len(trivia)} other value(s) that match: flags, devices, counts, None ({', '.join(l.name for l in trivia[:3])}…)"
-        ):
+        first = ", ".join(leaf.name for leaf in trivia[:3])
+        with st.expander(f"{len(trivia)} other value(s) that match: flags, devices, counts, None ({first}…)"):
             st.dataframe(leaf_rows(trivia), hide_index=True, width="stretch", column_config=LEAF_COLUMNS)
     if len(result.leaves) > 1 and record.run_dir and ":" not in record.id:
         choices = [leaf.name for leaf in ordered if leaf_roles.role(leaf) is not leaf_roles.Role.TRIVIA]
