@@ -69,7 +69,8 @@ FIGURES = (
 
 @dataclass(frozen=True)
 class Measured:
-    """One figure a case's text quotes (as `{name}`), the leaf and field of the check it is measured from, and its value.
+    """One figure a case's text quotes (as `{name}`), the leaf and field of the check it is measured from, and its
+    value.
 
     The text never carries a bare figure: it is formatted from these when the case loads, and the gallery's test
     compares each with the check on the torch the case's CPU expectation binds on (tests/test_sample_cases.py).
@@ -95,7 +96,8 @@ class Measured:
             return False
         if isinstance(self.value, int):
             return measured == self.value
-        # the significant digits of the value as written (TOML keeps no trailing zeros: 8.6e9 reads back as 8600000000.0)
+        # the significant digits of the value as written (TOML keeps no trailing zeros: 8.6e9 reads back as
+        # 8600000000.0)
         digits = len(repr(self.value).lower().split("e")[0].replace("-", "").replace(".", "").strip("0")) or 1
         return float(f"{measured:.{digits}g}") == self.value
 
@@ -223,7 +225,8 @@ def _measured(path: Path, raw: Any) -> tuple[Measured, ...]:
     for name, spec in raw.items():
         if not isinstance(spec, dict) or set(spec) != {"leaf", "figure", "value"} or spec["figure"] not in FIGURES:
             raise CaseError(
-                f"{path.name}: measured_cpu.{name} must be {{ leaf = ..., figure = one of {', '.join(FIGURES)}, value = ... }}"
+                f"{path.name}: measured_cpu.{name} must be {{ leaf = ..., figure = one of {', '.join(FIGURES)}, value ="
+                " ... }"
             )
         found.append(Measured(name, str(spec["leaf"]), str(spec["figure"]), spec["value"]))
     return tuple(found)

@@ -148,8 +148,8 @@ class RunStore:
     def add(self, record: RunRecord) -> None:
         with self._connect() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO runs (id, created, name, origin, run_dir, options, status, verdict, explanation, finished, session, owner)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO runs (id, created, name, origin, run_dir, options, status, verdict,"
+                " explanation, finished, session, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.id,
                     record.created,
@@ -203,7 +203,8 @@ class RunStore:
     def start_minimization(self, run_id: str, session: str) -> None:
         with self._connect() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO minimizations (run_id, started, status, owner, session, message, finished) VALUES (?, ?, ?, ?, ?, NULL, NULL)",
+                "INSERT OR REPLACE INTO minimizations (run_id, started, status, owner, session, message, finished)"
+                " VALUES (?, ?, ?, ?, ?, NULL, NULL)",
                 (run_id, time.time(), RUNNING, self.owner, session),
             )
         conn.close()

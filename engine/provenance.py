@@ -225,7 +225,8 @@ def handles(wrapper: str) -> dict[str, tuple[int, list[int]]]:
 
 
 def definition_span(wrapper: str, name: str) -> tuple[int, int] | None:
-    """First and last 1-based lines of `name = async_compile.<kind>(... source ...)` in the wrapper, if defined there."""
+    """First and last 1-based lines of `name = async_compile.<kind>(... source ...)` in the wrapper, if defined
+    there."""
     lines = wrapper.splitlines()
     start = next((i for i, t in enumerate(lines) if t.startswith(f"{name} = async_compile.")), None)
     if start is None:
@@ -300,77 +301,29 @@ def build(
         return unknown(
             "no provenance was recorded for this graph (provenance tracking was off, or this torch has none)"
         )
-    defined = set(generated)
     mappings = artifacts.node_mappings or {}
-    to_nodes: Mapping[str, list[str]] = mappings.get("cppCodeToPost", {}) or {}
-    post_to_pre: Mapping[str, list[str]] = mappings.get("postToPre", {}) or {}
-    program_lines = source.splitlines() if source is not None else None
-    stale: list[str] = []
-
-    def verified(frame: Frame) -> bool:
-        if program_lines is None:
-            return True
-        actual = program_lines[frame.line - 1].strip() if 0 < frame.line <= len(program_lines) else None
-        if actual != frame.code.strip():
-            stale.append(f"line {frame.line} reads {actual!r}, torch recorded {frame.code.strip()!r}")
-            return False
-        return True
-
-    kernels: list[KernelOrigin] = []
-    keys = list(dict.fromkeys([*marks, *artifacts.stack_traces, *to_nodes]))
-    for key in keys:
-        name, _, handle = key.rpartition(":")
-        if not name or not handle.isdigit():
-            continue
-        lines: dict[int, str] = {}
-        elsewhere: list[str] = []
-        for trace in artifacts.stack_traces.get(key, []):
-            frames = parse_frames(trace)
-            inner = program_frame(frames, program)
-            if inner is not None:
-                if verified(inner):
-                    lines.setdefault(inner.line, inner.code.strip())
-            elif frames:
-                elsewhere.append(f"{frames[-1].file}:{frames[-1].line}")
-        nodes = tuple(dict.fromkeys(to_nodes.get(key, [])))
-        pre = tuple(dict.fromkeys(p for n in nodes for p in post_to_pre.get(n, [])))
-        defined_at = definition_span(wrapper, name)
-        spans = ([defined_at] if defined_at else []) + [(n, n) for n in marks.get(key, (0, []))[1]]
-        kernels.append(
-            KernelOrigin(
-                name,
-                int(handle),
-                nodes,
-                pre,
-                tuple(SourceLine(n, c) for n, c in sorted(lines.items())),
-                tuple(dict.fromkeys(elsewhere)),
-                tuple(spans),
-                extern=name not in defined,
-            )
-        )
+    join = _Join(
+        wrapper,
+        program,
+        marks,
+        artifacts.stack_traces,
+        mappings.get("cppCodeToPost", {}) or {},
+        mappings.get("postToPre", {}) or {},
+        set(generated),
+        _LineCheck(source.splitlines() if source is not None else None),
+    )
+    kernels = [
+        join.kernel(key) for key in dict.fromkeys([*marks, *artifacts.stack_traces, *join.to_nodes]) if _valid(key)
+    ]
     parsed, outputs, output_types = parse_post_grad_graph(artifacts.post_grad_graph or "", program)
     nodes = [
-        n if n.line is None or verified(Frame(program, n.line, "", code)) else NodeOrigin(n.name, n.op, None)
+        n if n.line is None or join.verified(Frame(program, n.line, "", code)) else NodeOrigin(n.name, n.op, None)
         for n, code in parsed
     ]
-    if stale:
-        return Provenance(
-            UNKNOWN,
-            "torch's recorded lines do not match this program ("
-            + "; ".join(stale[:3])
-            + "): the compile came from a cache "
-            "entry of another version of the program",
-            program,
-            tuple(
-                KernelOrigin(k.name, k.handle, k.nodes, k.source_nodes, (), k.elsewhere, k.wrapper_spans, k.extern)
-                for k in kernels
-            ),
-            tuple(NodeOrigin(n.name, n.op, None) for n in nodes),
-            tuple(outputs),
-            tuple(output_types),
-        )
+    if join.verified.stale:
+        return _stale(join.verified.stale, program, kernels, nodes, outputs, output_types)
     notes = []
-    if kernels and not to_nodes:
+    if kernels and not join.to_nodes:
         notes.append("torch recorded no kernel -> FX node map for this graph (it does not for backward graphs)")
     no_line = [k.name for k in kernels if not k.lines]
     if no_line:
@@ -378,3 +331,94 @@ def build(
     return Provenance(
         TRACKED, "; ".join(notes), program, tuple(kernels), tuple(nodes), tuple(outputs), tuple(output_types)
     )
+
+
+def _stale(
+    stale: list[str],
+    program: str,
+    kernels: list[KernelOrigin],
+    nodes: list[NodeOrigin],
+    outputs: list[str],
+    output_types: list[str],
+) -> Provenance:
+    """Provenance whose recorded lines do not read as the program does: the kernels and nodes without lines."""
+    return Provenance(
+        UNKNOWN,
+        "torch's recorded lines do not match this program ("
+        + "; ".join(stale[:3])
+        + "): the compile came from a cache entry of another version of the program",
+        program,
+        tuple(
+            KernelOrigin(k.name, k.handle, k.nodes, k.source_nodes, (), k.elsewhere, k.wrapper_spans, k.extern)
+            for k in kernels
+        ),
+        tuple(NodeOrigin(n.name, n.op, None) for n in nodes),
+        tuple(outputs),
+        tuple(output_types),
+    )
+
+
+def _valid(key: str) -> bool:
+    """A kernel key torch records is `name:handle`."""
+    name, _, handle = key.rpartition(":")
+    return bool(name) and handle.isdigit()
+
+
+@dataclass
+class _LineCheck:
+    """Checks a recorded frame's line against the program's text (None: no text to check against), and keeps
+    what did not match."""
+
+    program_lines: list[str] | None
+    stale: list[str] = field(default_factory=list)
+
+    def __call__(self, frame: Frame) -> bool:
+        if self.program_lines is None:
+            return True
+        lines = self.program_lines
+        actual = lines[frame.line - 1].strip() if 0 < frame.line <= len(lines) else None
+        if actual != frame.code.strip():
+            self.stale.append(f"line {frame.line} reads {actual!r}, torch recorded {frame.code.strip()!r}")
+            return False
+        return True
+
+
+@dataclass
+class _Join:
+    """What `build` joins for one output module: the wrapper, torch's three records, and the program's lines."""
+
+    wrapper: str
+    program: str
+    marks: dict[str, tuple[int, list[int]]]  # handles(wrapper)
+    stack_traces: Mapping[str, list[str]]
+    to_nodes: Mapping[str, list[str]]  # kernel -> post-grad nodes
+    post_to_pre: Mapping[str, list[str]]  # post-grad node -> Dynamo graph nodes
+    defined: set[str]  # kernels the wrapper defines (the rest are library calls)
+    verified: _LineCheck
+
+    def kernel(self, key: str) -> KernelOrigin:
+        name, _, handle = key.rpartition(":")
+        lines: dict[int, str] = {}
+        elsewhere: list[str] = []
+        for trace in self.stack_traces.get(key, []):
+            frames = parse_frames(trace)
+            inner = program_frame(frames, self.program)
+            if inner is not None:
+                if self.verified(inner):
+                    lines.setdefault(inner.line, inner.code.strip())
+            elif frames:
+                elsewhere.append(f"{frames[-1].file}:{frames[-1].line}")
+        nodes = tuple(dict.fromkeys(self.to_nodes.get(key, [])))
+        pre = tuple(dict.fromkeys(p for n in nodes for p in self.post_to_pre.get(n, [])))
+        defined_at = definition_span(self.wrapper, name)
+        spans = ([defined_at] if defined_at else []) + [(n, n) for n in self.marks.get(key, (0, []))[1]]
+        return KernelOrigin(
+            name,
+            int(handle),
+            nodes,
+            pre,
+            tuple(SourceLine(n, c) for n, c in sorted(lines.items())),
+            tuple(dict.fromkeys(elsewhere)),
+            tuple(spans),
+            extern=name not in self.defined,
+        )

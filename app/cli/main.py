@@ -20,11 +20,41 @@ def build_parser() -> argparse.ArgumentParser:
         prog="divergence", description="Find where torch.compile changes a program's answer."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-
     check = sub.add_parser("check", help="run a snippet eagerly and compiled and compare every element")
     check.add_argument(
         "file", type=Path, help="a snippet: fn+inputs, KernelBench Model+get_inputs, or a repro calling torch.compile"
     )
+    _compile_arguments(check)
+    _judge_arguments(check)
+    _limit_arguments(check)
+    _stored_run_parsers(sub)
+
+    from app.cli.minimize import add_arguments as add_minimize_arguments  # light: imports no torch
+
+    add_minimize_arguments(
+        sub.add_parser(
+            "minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"
+        )
+    )
+    _shrinkray_parser(sub)
+
+    from app.cli.localize import add_parsers as add_localize_parsers  # light: imports no torch
+
+    add_localize_parsers(sub)
+
+    from app.cli.sweep import add_arguments as add_sweep_arguments  # light: imports no torch
+
+    add_sweep_arguments(
+        sub.add_parser(
+            "sweep", help="check a corpus of programs under a matrix of options, here or on a Ray cluster (resumable)"
+        )
+    )
+    _serve_parser(sub)
+    return parser
+
+
+def _compile_arguments(check: argparse.ArgumentParser) -> None:
+    """What is compiled, and how: the device, torch.compile's arguments, Inductor's config, the inputs."""
     check.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when available, else cpu")
     check.add_argument("--backend", choices=BACKENDS)
     check.add_argument("--mode", choices=MODES)
@@ -46,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--backward", action="store_true", help="also compare gradients of inputs and parameters")
     check.add_argument("--seeds", type=int, default=1, help="re-run with N input seeds and report the worst")
     check.add_argument("--seed", type=int, default=0, help="first seed")
+
+
+def _judge_arguments(check: argparse.ArgumentParser) -> None:
+    """How the outputs are judged: exactness, the outputs that matter, the reference and its re-checks, the floor."""
     check.add_argument("--strict", action="store_true", help="bit-exact: any difference is divergent")
     check.add_argument(
         "--focus",
@@ -85,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=CheckOptions.noise_ulps,
         help="...plus this many ULPs of the output's magnitude (default %(default)s)",
     )
+
+
+def _limit_arguments(check: argparse.ArgumentParser) -> None:
+    """What the check may spend, what else it compiles, and where its result goes."""
     check.add_argument(
         "--timeout", type=float, default=CheckOptions.timeout_s, help="wall-time limit in seconds (default %(default)s)"
     )
@@ -94,13 +132,19 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--triton-cpu",
         action="store_true",
-        help="also compile with Inductor's Triton backend on CPU tensors (interpreted; shows the Triton kernels on any host)",
+        help=(
+            "also compile with Inductor's Triton backend on CPU tensors (interpreted; shows the Triton kernels on any"
+            " host)"
+        ),
     )
     check.add_argument(
         "--json", type=Path, metavar="OUT", help="write the result as JSON (arrays beside it as OUT's stem + .npz)"
     )
     check.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
+
+def _stored_run_parsers(sub: Any) -> None:
+    """The commands that read a stored run and run nothing: show, export."""
     show = sub.add_parser("show", help="print a stored run again, without running anything")
     show.add_argument("run_dir", type=Path)
     show.add_argument(
@@ -113,13 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("run_dir", type=Path)
     export.add_argument("-o", "--out", type=Path, help="output folder (default: RUN_DIR/export)")
 
-    from app.cli.minimize import add_arguments as add_minimize_arguments  # light: imports no torch
 
-    add_minimize_arguments(
-        sub.add_parser(
-            "minimize", help="shrink a divergent snippet to a small repro.py that reproduces in a fresh process"
-        )
-    )
+def _shrinkray_parser(sub: Any) -> None:
     shrinkray = sub.add_parser(
         "install-shrinkray", help="install the minimizer's optional shrinkray polish into a Python 3.12 venv of its own"
     )
@@ -130,25 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--python", help="a Python >= 3.12 interpreter (default: python3.13/3.12 on PATH, else pyenv's)"
     )
 
-    from app.cli.localize import add_parsers as add_localize_parsers  # light: imports no torch
 
-    add_localize_parsers(sub)
-
-    from app.cli.sweep import add_arguments as add_sweep_arguments  # light: imports no torch
-
-    add_sweep_arguments(
-        sub.add_parser(
-            "sweep", help="check a corpus of programs under a matrix of options, here or on a Ray cluster (resumable)"
-        )
-    )
-
+def _serve_parser(sub: Any) -> None:
     serve = sub.add_parser("serve", help="start the web app (Streamlit), bound to 127.0.0.1 unless told otherwise")
     serve.add_argument("--address", help="interface to listen on (default: $STREAMLIT_SERVER_ADDRESS, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: $STREAMLIT_SERVER_PORT, else 8501)")
     serve.add_argument(
         "streamlit_args", nargs=argparse.REMAINDER, help="further `streamlit run` options, e.g. --theme.base dark"
     )
-    return parser
 
 
 def options_from_args(args: argparse.Namespace) -> CheckOptions:
@@ -251,7 +279,8 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"Divergence Explorer: http://{host}:{port}", flush=True)
     if address in ("127.0.0.1", "localhost", "::1"):
         print(
-            f"  bound to {address} only: other machines cannot reach it (--address 0.0.0.0 shares it; see docs/running.md on what is isolated)",
+            f"  bound to {address} only: other machines cannot reach it (--address 0.0.0.0 shares it; see"
+            " docs/running.md on what is isolated)",
             flush=True,
         )
     else:

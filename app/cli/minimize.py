@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli.arguments import config_pair
 from engine.options import BACKENDS, CAST_DTYPES, CheckOptions, OptionsError
+
+if TYPE_CHECKING:  # the minimizer (and torch) are imported when a minimization runs, not to parse arguments
+    from minimizer.minimize import MinimizeResult
+    from minimizer.reducer import ReduceProgress
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         type=Path,
         default=Path("repro.py"),
-        help="where to write the standalone repro (default %(default)s); the minimized program alone goes beside it as <name>.snippet.py",
+        help=(
+            "where to write the standalone repro (default %(default)s); the minimized program alone goes beside it as"
+            " <name>.snippet.py"
+        ),
     )
     parser.add_argument(
         "--report",
@@ -50,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
     from engine import Runner
     from minimizer.minimize import minimize
     from minimizer.oracle import NotReproducible
-    from minimizer.reducer import ReduceProgress
 
     if not args.file.is_file():
         print(f"divergence: no such file: {args.file}", file=sys.stderr)
@@ -67,21 +75,7 @@ def run(args: argparse.Namespace) -> int:
     except OptionsError as exc:
         print(f"divergence: {exc}", file=sys.stderr)
         return 2
-
-    def progress(p: ReduceProgress) -> None:
-        if not args.quiet:
-            print(
-                f"\r[{p.elapsed_s:6.1f}s] {p.pass_name:<24} tried {p.candidates_tried:4d}  oracle calls {p.oracle_calls:4d}  "
-                f"size {p.current_tokens:4d} tokens, best {p.best_tokens:4d} of {p.initial_tokens}",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def note(text: str) -> None:
-        if not args.quiet:
-            print(f"\n{text}", file=sys.stderr, flush=True)
-
+    progress, note = _reporters(quiet=args.quiet)
     with tempfile.TemporaryDirectory(prefix="minimize-") as tmp, Runner() as runner:
         try:
             result = minimize(
@@ -108,15 +102,43 @@ def run(args: argparse.Namespace) -> int:
             )
             return 130
     print(file=sys.stderr)
+    _write(result, args)
+    return 0 if result.repro_verified and result.confirmed else 1
+
+
+def _reporters(*, quiet: bool) -> tuple[Callable[[ReduceProgress], None], Callable[[str], None]]:
+    """The progress line (rewritten in place on stderr) and the notes (one line each) of a minimization."""
+
+    def progress(p: ReduceProgress) -> None:
+        if not quiet:
+            print(
+                f"\r[{p.elapsed_s:6.1f}s] {p.pass_name:<24} tried {p.candidates_tried:4d}  oracle calls"
+                f" {p.oracle_calls:4d}  size {p.current_tokens:4d} tokens, best {p.best_tokens:4d} of"
+                f" {p.initial_tokens}",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def note(text: str) -> None:
+        if not quiet:
+            print(f"\n{text}", file=sys.stderr, flush=True)
+
+    return progress, note
+
+
+def _write(result: MinimizeResult, args: argparse.Namespace) -> None:
+    """The repro, the minimized program beside it and, when asked, the issue body; a line for each."""
     s0, s1 = result.initial, result.final
     print(
-        f"{s0.lines} -> {s1.lines} lines, {s0.tokens} -> {s1.tokens} tokens, {s0.torch_ops} -> {s1.torch_ops} torch ops; "
-        f"{result.oracle_calls} oracle calls in {result.elapsed_s:.0f} s"
+        f"{s0.lines} -> {s1.lines} lines, {s0.tokens} -> {s1.tokens} tokens, {s0.torch_ops} -> {s1.torch_ops} torch"
+        f" ops; {result.oracle_calls} oracle calls in {result.elapsed_s:.0f} s"
     )
     if result.repro is not None:
         args.output.write_text(result.repro)
         print(
-            f"repro written to {args.output} ({'verified: it exits 1 in a fresh process' if result.repro_verified else 'NOT verified'})"
+            f"repro written to {args.output}"
+            f" ({'verified: it exits 1 in a fresh process' if result.repro_verified else 'NOT verified'})"
         )
     snippet = snippet_path(args.output)
     snippet.write_text(result.minimized)
@@ -126,7 +148,6 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None and result.report is not None:
         args.report.write_text(result.report)
         print(f"bug report written to {args.report}; its title: {result.title}")
-    return 0 if result.repro_verified and result.confirmed else 1
 
 
 def snippet_path(repro: Path) -> Path:

@@ -58,7 +58,8 @@ def _row(leaf: LeafResult) -> tuple[str, ...]:
 
 
 def _layout(leaf: LeafResult) -> str:
-    """A sparse leaf says so by its name in the table (its figures are of its dense form); a strided one says nothing."""
+    """A sparse leaf says so by its name in the table (its figures are of its dense form); a strided one says
+    nothing."""
     if leaf.layout is None and leaf.compiled_layout is None:
         return ""
     eager, compiled = leaf.layout or "strided", leaf.compiled_layout or "strided"
@@ -66,11 +67,11 @@ def _layout(leaf: LeafResult) -> str:
 
 
 def table(leaves: tuple[LeafResult, ...]) -> str:
-    rows = [_COLUMNS, *(_row(l) for l in leaves)]
+    rows = [_COLUMNS, *(_row(leaf) for leaf in leaves)]
     widths = [min(max(len(r[i]) for r in rows), 40) for i in range(len(_COLUMNS))]
     lines = []
     for n, r in enumerate(rows):
-        lines.append("  ".join(cell[:40].ljust(w) for cell, w in zip(r, widths)).rstrip())
+        lines.append("  ".join(cell[:40].ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -115,8 +116,8 @@ def render(result: CheckResult) -> str:
     kernels = sum(len(o.kernels) for o in code.output_code)
     if code.fx_graphs or code.output_code:
         out.append(
-            f"  compiled: {len(code.fx_graphs)} graph(s), {len(code.output_code)} output module(s), {kernels} kernel(s), "
-            f"{len(code.graph_breaks)} graph break(s), {len(code.recompiles)} recompilation(s)"
+            f"  compiled: {len(code.fx_graphs)} graph(s), {len(code.output_code)} output module(s), {kernels}"
+            f" kernel(s), {len(code.graph_breaks)} graph break(s), {len(code.recompiles)} recompilation(s)"
         )
     companion = result.load_triton_cpu() if result.triton_cpu else None
     if companion is not None:

@@ -15,30 +15,44 @@ _RAY_ADDRESS = re.compile(r"^(auto|local|ray://.+|[\w.\-]+:\d+)$")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _corpus_arguments(parser)
+    _minimize_arguments(parser)
+    _option_arguments(parser)
+
+
+def _corpus_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is checked, under which matrix, where it runs and where its state is kept."""
     parser.add_argument(
         "paths",
         nargs="*",
         metavar="PATH",
-        help="programs: files, directories (searched recursively), globs, or zoo sources: hf:[small|base][+cache][:ARCH,...] "
-        "(transformers architectures from their configs), opinfo:[bf16|fp16|fp32][:OP,...] (every sample of op_db), "
-        "modules:[eval|train][:MODULE,...] (module_db); an unknown name lists the known ones",
+        help=(
+            "programs: files, directories (searched recursively), globs, or zoo sources:"
+            " hf:[small|base][+cache][:ARCH,...] (transformers architectures from their configs),"
+            " opinfo:[bf16|fp16|fp32][:OP,...] (every sample of op_db), modules:[eval|train][:MODULE,...] (module_db);"
+            " an unknown name lists the known ones"
+        ),
     )
     parser.add_argument(
         "--matrix",
         action="append",
         default=[],
         metavar="KEY=V1,V2",
-        help="an axis of options (repeatable; every combination is a job): device, backend, mode, dynamic, fullgraph, "
-        "dtype, strict, backward, seeds, derive (special, noncontiguous, channels_last, ...), configs (presets: "
-        "freezing, cpp_wrapper, max_autotune, no_simd, ...), fallback_random, emulate_precision_casts or config.NAME; "
-        "`none` leaves one unset",
+        help=(
+            "an axis of options (repeatable; every combination is a job): device, backend, mode, dynamic, fullgraph,"
+            " dtype, strict, backward, seeds, derive (special, noncontiguous, channels_last, ...), configs (presets:"
+            " freezing, cpp_wrapper, max_autotune, no_simd, ...), fallback_random, emulate_precision_casts or"
+            " config.NAME; `none` leaves one unset"
+        ),
     )
     parser.add_argument(
         "-j",
         "--jobs",
         type=int,
         metavar="N",
-        help="checks at once on this machine, or Ray actors (default: the cores; with --ray, the cluster's GPUs or CPUs)",
+        help=(
+            "checks at once on this machine, or Ray actors (default: the cores; with --ray, the cluster's GPUs or CPUs)"
+        ),
     )
     parser.add_argument(
         "--ray",
@@ -61,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.html",
         help="also write a self-contained HTML summary (default SWEEP_DIR/report.html)",
     )
+
+
+def _minimize_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the sweep does with the bugs it finds."""
     parser.add_argument(
         "--minimize", action="store_true", help="group divergent jobs by bug and minimize each new bug once"
     )
@@ -85,6 +103,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retry-errors", action="store_true", help="run again the finished jobs that ended in an error"
     )
+
+
+def _option_arguments(parser: argparse.ArgumentParser) -> None:
+    """The check's options, for every job (a program's .toml and the matrix override them)."""
     parser.add_argument("--device", choices=("cpu", "cuda"))
     parser.add_argument("--backend", choices=BACKENDS)
     parser.add_argument("--mode", choices=MODES)
@@ -169,7 +191,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
             ablation=args.ablation,
             retry_errors=args.retry_errors,
             report=None,
-            command=tuple(["divergence", *(argv if argv is not None else sys.argv[1:])]),
+            command=("divergence", *(argv if argv is not None else sys.argv[1:])),
         )
         if args.report is not None:
             from app.sweep.orchestrator import default_sweep_dir

@@ -10,11 +10,13 @@ in red on its line, its kernel and its node.
 
 Everything comes from the run's stored provenance (engine/provenance.py): Inductor's own kernel <->
 FX node <-> stack trace records. It is one self-contained HTML document (no CDN: the app may be
-offline) in `st.iframe`, which shares the page's origin; clicks are handled in the browser, so they never rerun the page.
+offline) in `st.iframe`, which shares the page's origin; clicks are handled in the browser, so they never rerun
+the page.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -92,10 +94,10 @@ def writers(result: CheckResult) -> dict[str, Writer]:
     forward = [o for o in result.code.output_code if not o.label.endswith("backward")]
     if len(forward) != 1 or forward[0].provenance is None or forward[0].provenance.status != TRACKED:
         return {}
-    if any(l.kind is LeafKind.MUTATED_INPUT for l in result.leaves):
+    if any(leaf.kind is LeafKind.MUTATED_INPUT for leaf in result.leaves):
         return {}
-    outputs = [l for l in result.leaves if l.kind is LeafKind.OUTPUT]
-    if any(l.shape is None for l in outputs):
+    outputs = [leaf for leaf in result.leaves if leaf.kind is LeafKind.OUTPUT]
+    if any(leaf.shape is None for leaf in outputs):
         return {}
     prov = forward[0].provenance
     found: dict[str, Writer] = {}
@@ -190,8 +192,8 @@ def _place_in(module: OutputCode, first: NodeDiff, line: int | None) -> tuple[st
         ops = {n.name: n.op for n in prov.nodes}
         made_from.sort(key=lambda k: not any(_same_op(ops.get(n, ""), first.op) for n in k.nodes))
         kernel = made_from[0]
-        return kernel.name, line if line is not None else (
-            kernel.line_numbers[0] if len(kernel.line_numbers) == 1 else None
+        return kernel.name, (
+            line if line is not None else (kernel.line_numbers[0] if len(kernel.line_numbers) == 1 else None)
         )
     if line is not None:
         same = [n for n in prov.nodes if n.line == line and _same_op(n.op, first.op)]
@@ -267,38 +269,13 @@ def view_data(
     out_lines: list[dict[str, Any]] = []
     notes: list[str] = []
     for module in modules:
-        prov = module.provenance
+        note = _provenance_note(module)
+        if note:
+            notes.append(note)
         out_lines.append({"header": f"output module {module.label}"})
-        origins: Sequence[KernelOrigin] = prov.kernels if prov is not None else ()
-        if prov is None:
-            notes.append(f"{module.label}: provenance unknown (the run was made without provenance tracking)")
-        elif prov.status != TRACKED:
-            notes.append(f"{module.label}: provenance unknown: {prov.reason}")
-        elif prov.reason:
-            notes.append(f"{module.label}: {prov.reason}")
-        first = len(out_lines)
-        owner: dict[int, str] = {}
-        for k in origins:
-            key = kernel_key(module.label, k.name)
-            color = PALETTE[len(kernels) % len(PALETTE)]
-            lines = [s.line for s in k.lines] if prov is not None and prov.status == TRACKED else []
-            kernels.append(
-                {
-                    "key": key,
-                    "name": k.name,
-                    "module": module.label,
-                    "color": color,
-                    "lines": lines,
-                    "extern": k.extern,
-                    "nodes": list(k.nodes),
-                    "source_nodes": list(k.source_nodes),
-                    "ops": len(k.nodes),
-                }
-            )
-            for a, b in k.wrapper_spans:
-                for n in range(a, b + 1):
-                    owner.setdefault(n, key)
+        owner = _module_kernels(module, kernels)
         cpp = _cpp_lines(module)
+        first = len(out_lines)
         for number, text in enumerate(module.source.splitlines(), 1):
             out_lines.append(
                 {"n": number, "html": _highlight(text, "cpp" if number in cpp else "python"), "k": owner.get(number)}
@@ -311,16 +288,6 @@ def view_data(
         if m.provenance is not None and m.provenance.status == TRACKED
         for n in m.provenance.nodes
     ]
-    div = None
-    if divergence is not None:
-        key = kernel_key(divergence.module, divergence.kernel) if divergence.module and divergence.kernel else None
-        div = {
-            "node": divergence.node,
-            "op": divergence.op,
-            "kernel": key,
-            "line": divergence.line,
-            "text": divergence.text,
-        }
     return {
         "program": [_highlight(t, "python") for t in program.splitlines()],
         "program_text": program.splitlines(),
@@ -329,9 +296,60 @@ def view_data(
         "kernels": kernels,
         "nodes": nodes,
         "notes": notes,
-        "divergence": div,
+        "divergence": _divergence_data(divergence),
         "focus": focus,
         "breaks": [{"line": line, "reason": reason} for line, reason in breaks_on_lines(graph_breaks, program)],
+    }
+
+
+def _provenance_note(module: OutputCode) -> str:
+    """What the view must say of a module whose provenance is unknown or partly unknown ("" where it is whole)."""
+    prov = module.provenance
+    if prov is None:
+        return f"{module.label}: provenance unknown (the run was made without provenance tracking)"
+    if prov.status != TRACKED:
+        return f"{module.label}: provenance unknown: {prov.reason}"
+    return f"{module.label}: {prov.reason}" if prov.reason else ""
+
+
+def _module_kernels(module: OutputCode, kernels: list[dict[str, Any]]) -> dict[int, str]:
+    """Append the module's kernels (each with the next colour) to `kernels`; return which kernel owns each line of
+    the module's output code."""
+    prov = module.provenance
+    origins: Sequence[KernelOrigin] = prov.kernels if prov is not None else ()
+    owner: dict[int, str] = {}
+    for k in origins:
+        key = kernel_key(module.label, k.name)
+        lines = [s.line for s in k.lines] if prov is not None and prov.status == TRACKED else []
+        kernels.append(
+            {
+                "key": key,
+                "name": k.name,
+                "module": module.label,
+                "color": PALETTE[len(kernels) % len(PALETTE)],
+                "lines": lines,
+                "extern": k.extern,
+                "nodes": list(k.nodes),
+                "source_nodes": list(k.source_nodes),
+                "ops": len(k.nodes),
+            }
+        )
+        for a, b in k.wrapper_spans:
+            for n in range(a, b + 1):
+                owner.setdefault(n, key)
+    return owner
+
+
+def _divergence_data(divergence: Divergence | None) -> dict[str, Any] | None:
+    if divergence is None:
+        return None
+    key = kernel_key(divergence.module, divergence.kernel) if divergence.module and divergence.kernel else None
+    return {
+        "node": divergence.node,
+        "op": divergence.op,
+        "kernel": key,
+        "line": divergence.line,
+        "text": divergence.text,
     }
 
 
@@ -361,196 +379,32 @@ def breaks_on_lines(graph_breaks: Sequence[str], program: str) -> list[tuple[int
     return found
 
 
+ASSETS = Path(__file__).with_name("assets")  # the view's HTML, CSS and script, as files a maintainer can read
+
+
+@functools.cache
+def _asset(name: str) -> str:
+    return (ASSETS / name).read_text()
+
+
 def document(data: dict[str, Any], height: int = HEIGHT) -> str:
     """The self-contained HTML page of the view. The program's pane is as wide as its longest line wants (up to 60% of
     the view): at 40% a 1024-px window showed ~20 characters of each line."""
     payload = json.dumps(data).replace("</", "<\\/")
     longest = max((len(line.rstrip()) for line in data.get("program_text") or [""]), default=0)
     return (
-        _PAGE.replace("__HEIGHT__", str(height - 8))
+        _asset("code_view.html")
+        .replace("__HEIGHT__", str(height - 8))
         .replace("__PROGRAM_CH__", str(min(max(longest, 40), 120) + 7))
         .replace("__DATA__", payload)
     )
 
 
-_PAGE = r"""<!doctype html>
-<html><head><meta charset="utf-8"><style>
-:root { --fg:#1f2328; --muted:#6b7280; --line:#e5e7eb; --red:#d1242f; }
-* { box-sizing:border-box; }
-body { margin:0; font:13px/1.45 ui-sans-serif,system-ui,-apple-system,"Segoe UI",sans-serif; color:var(--fg); }
-#dx { display:flex; flex-direction:column; height:__HEIGHT__px; gap:6px; }
-#legend { display:flex; flex-wrap:wrap; gap:4px 6px; max-height:92px; overflow:auto; }
-.chip { display:inline-flex; align-items:center; gap:5px; padding:1px 7px; border:1px solid var(--line); border-radius:10px; cursor:pointer; font-size:12px; white-space:nowrap; }
-.chip .sw { width:11px; height:11px; border-radius:3px; border:1px solid rgba(0,0,0,.25); }
-.chip.hot { border-color:#111; box-shadow:0 0 0 1px #111 inset; }
-.chip .warn, .gut .warn { color:var(--red); font-weight:700; }
-#panes { display:flex; gap:8px; flex:1; min-height:0; }
-.pane { flex:2 1 0; min-width:0; display:flex; flex-direction:column; border:1px solid var(--line); border-radius:6px; }
-#progpane { flex:0 1 calc(__PROGRAM_CH__ * 7.3px); max-width:60%; min-width:min(40%, 360px); }
-#outpane { flex-grow:3; }
-/* a narrow window (1024 px with the sidebar open): program above output code, each the full width */
-@media (max-width: 860px) {
-  #panes { flex-direction:column; } #progpane { max-width:none; flex:1 1 0; }
-  .pane, #outpane { flex:1 1 0; min-height:0; } #legend { max-height:52px; } #divbar { max-height:64px; overflow:auto; }
-}
-.pane .title { padding:3px 8px; font-weight:600; border-bottom:1px solid var(--line); background:#f6f8fa; font-size:12px; }
-.code { overflow:auto; flex:1; font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
-.ln { display:flex; white-space:pre; cursor:default; }
-.ln.k { cursor:pointer; }
-.ln .no { flex:0 0 auto; width:3.2em; text-align:right; padding-right:6px; color:var(--muted); user-select:none; }
-.ln .gut { flex:0 0 var(--gut, 16px); display:flex; gap:1px; padding-right:4px; }
-.ln .gut i { width:5px; display:inline-block; }
-.ln .tx { flex:1 0 auto; padding-right:12px; }
-.ln.hdr { background:#eef1f4; color:var(--muted); font-weight:600; padding-left:6px; }
-.dim { opacity:.3; }
-.ln.sel { outline:2px solid #111; outline-offset:-2px; }
-.ln.sel .tx, .ln.hot .tx { font-weight:600; }
-.ln.div { box-shadow:inset 4px 0 0 var(--red); }
-b.kw { font-weight:600; color:#0550ae; }
-i.cm { color:#6e7781; }
-#detail { min-height:38px; max-height:84px; overflow:auto; padding:4px 8px; border:1px solid var(--line); border-radius:6px; background:#fafbfc; font-size:12px; }
-#detail code { font:12px ui-monospace,monospace; background:#eef1f4; padding:0 3px; border-radius:3px; }
-#divbar { padding:3px 8px; border-left:4px solid var(--red); background:#fff1f1; font-size:12px; }
-.note { color:var(--muted); font-size:11px; }
-.gb { margin-left:14px; padding:0 6px; border-radius:4px; background:#fff4d6; color:#7a4d00;
-      font:11px ui-sans-serif,system-ui,sans-serif; }
-</style></head><body>
-<div id="dx">
-  <div id="divbar" hidden></div>
-  <div id="legend" aria-label="kernels"></div>
-  <div id="panes">
-    <div class="pane" id="progpane"><div class="title" id="ptitle"></div><div class="code" id="prog" data-testid="dx-program"></div></div>
-    <div class="pane" id="outpane"><div class="title">Output code (wrapper and kernels)</div><div class="code" id="out" data-testid="dx-output"></div></div>
-  </div>
-  <div id="detail" data-testid="dx-detail"></div>
-</div>
-<script>
-const D = __DATA__;
-const K = Object.fromEntries(D.kernels.map(k => [k.key, k]));
-const byLine = {};
-for (const k of D.kernels) for (const l of k.lines) (byLine[l] = byLine[l] || []).push(k.key);
-const esc = s => String(s).replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));
-const light = (hex, a) => { const n = parseInt(hex.slice(1), 16); return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${a})`; };
-function paint(keys) {
-  if (!keys || !keys.length) return "";
-  if (keys.length === 1) return `background:${light(K[keys[0]].color, .55)}`;
-  const w = 9, stops = keys.map((k, i) => `${light(K[k].color, .6)} ${i * w}px ${(i + 1) * w}px`).join(",");
-  return `background:repeating-linear-gradient(135deg,${stops})`;
-}
-const div = D.divergence;
-function lineRange(ls) {
-  if (!ls.length) return "lines unknown";
-  const s = [...ls].sort((a, b) => a - b), parts = []; let a = s[0], b = s[0];
-  for (const x of s.slice(1)) { if (x === b + 1) b = x; else { parts.push(a === b ? `${a}` : `${a}–${b}`); a = b = x; } }
-  parts.push(a === b ? `${a}` : `${a}–${b}`);
-  return (s.length === 1 ? "line " : "lines ") + parts.join(", ");
-}
-// legend
-const legend = document.getElementById("legend");
-for (const k of D.kernels) {
-  const c = document.createElement("span");
-  c.className = "chip"; c.dataset.kernel = k.key; c.title = `${k.name} (${k.module})`;
-  const ops = k.extern ? "library call" : (k.ops ? `${k.ops} op${k.ops === 1 ? "" : "s"}` : "ops unknown");
-  const warn = div && div.kernel === k.key ? '<span class="warn">⚠</span>' : "";
-  c.innerHTML = `<span class="sw" style="background:${k.color}"></span>${warn}<span>${esc(k.name)}</span><span class="note">${esc(ops)} · ${esc(lineRange(k.lines))}${D.kernels.some(o => o.module !== k.module) ? " · " + esc(k.module) : ""}</span>`;
-  c.onclick = () => select({kernel: k.key});
-  legend.appendChild(c);
-}
-if (!D.kernels.length) legend.innerHTML = '<span class="note">no kernels with provenance in this output code</span>';
-// program
-document.getElementById("ptitle").textContent = `Program (${D.program_name})`;
-const prog = document.getElementById("prog");
-const widest = Math.max(1, ...Object.values(byLine).map(v => v.length));
-document.documentElement.style.setProperty("--gut", `${widest * 6 + 6}px`);
-D.program.forEach((h, i) => {
-  const n = i + 1, keys = byLine[n] || [], row = document.createElement("div");
-  row.className = "ln" + (keys.length ? " k" : "") + (div && div.line === n ? " div" : "");
-  row.dataset.line = n; row.dataset.kernels = keys.join(" ");
-  const chips = keys.map(k => `<i style="background:${K[k].color}"></i>`).join("") + (div && div.line === n ? '<span class="warn">⚠</span>' : "");
-  const gb = (D.breaks || []).filter(b => b.line === n).map(b =>
-    `<span class="gb" data-testid="dx-break" title="Dynamo broke the graph here: ${esc(b.reason)}">` +
-    `⟂ graph break: ${esc(b.reason)}</span>`
-  ).join("");
-  row.innerHTML = `<span class="no">${n}</span><span class="gut">${chips}</span><span class="tx" style="${paint(keys)}">${h || " "}${gb}</span>`;
-  row.onclick = () => select(keys.length || (div && div.line === n) ? {line: n} : null);
-  prog.appendChild(row);
-});
-// output code
-const out = document.getElementById("out");
-D.out.forEach((o, i) => {
-  const row = document.createElement("div");
-  if (o.header) { row.className = "ln hdr"; row.textContent = o.header; out.appendChild(row); return; }
-  row.className = "ln" + (o.k ? " k" : ""); row.dataset.out = i; if (o.k) row.dataset.kernel = o.k;
-  row.innerHTML = `<span class="no">${o.n}</span><span class="tx" style="${o.k ? `background:${light(K[o.k].color, .5)}` : ""}">${o.html || " "}</span>`;
-  if (o.k) row.onclick = () => select({kernel: o.k});
-  else row.onclick = () => select(null);
-  out.appendChild(row);
-});
-if (div) {
-  const bar = document.getElementById("divbar"); bar.hidden = false;
-  bar.innerHTML = (div.node ? `<b>First diverging intermediate:</b> node <code>${esc(div.node)}</code> (${esc(div.op)})`
-                            : `<b>Localize's conclusion:</b> <code>${esc(div.op)}</code>`) +
-    (div.kernel ? `, kernel <code>${esc(K[div.kernel] ? K[div.kernel].name : div.kernel)}</code>` : "") +
-    (div.line ? `, program line ${div.line}` : ", program line unknown") + ` — ${esc(div.text)}`;
-}
-const detail = document.getElementById("detail");
-function idle() {
-  detail.innerHTML = (D.kernels.length
-    ? "Click a program line to see the kernels it became, or a kernel (in the output code or above) to see its lines. Colours: one per kernel; a striped line fed several kernels; uncoloured lines reached no kernel."
-    : "No kernel of this output code has provenance.") + D.notes.map(n => `<div class="note">${esc(n)}</div>`).join("");
-}
-function scrollTo(pane, el) { if (el) pane.scrollTop = Math.max(0, el.offsetTop - pane.offsetTop - 48); }
-function nodesOfLine(n) { return D.nodes.filter(x => x.line === n); }
-function select(what) {
-  document.querySelectorAll(".sel,.dim,.hot").forEach(e => e.classList.remove("sel", "dim", "hot"));
-  if (!what) { idle(); return; }
-  let kernels, lines;
-  if (what.line) {
-    kernels = byLine[what.line] || []; lines = [what.line];
-    const text = D.program_text[what.line - 1].trim(), nodes = nodesOfLine(what.line);
-    detail.innerHTML = `<b>line ${what.line}</b> <code>${esc(text)}</code> → ` +
-      (kernels.length ? kernels.map(k => `<code>${esc(K[k].name)}</code>${K[k].module !== D.kernels[0].module ? " (" + esc(K[k].module) + ")" : ""}`).join(", ") : "no kernel") +
-      (nodes.length ? `<div>FX nodes: ${nodes.map(x => `<code>${esc(x.name)}</code> ${esc(x.op)}`).join(", ")}</div>` : "");
-  } else {
-    const k = K[what.kernel]; kernels = [what.kernel]; lines = k.lines;
-    const nodes = k.nodes.length ? k.nodes.map(n => `<code>${esc(n)}</code>`).join(" ") : "unknown (torch recorded no kernel → node map for this graph)";
-    const pre = k.source_nodes.length ? `<div>from the Dynamo graph's ${k.source_nodes.map(n => `<code>${esc(n)}</code>`).join(" ")}</div>` : "";
-    detail.innerHTML = `<b>${esc(k.name)}</b> (${esc(k.module)}${k.extern ? ", library call" : ""}) ← ${esc(lineRange(lines))}<div>FX nodes: ${nodes}</div>${pre}`;
-  }
-  const hot = new Set(kernels);
-  document.querySelectorAll("#prog .ln").forEach(r => {
-    const n = +r.dataset.line, mine = lines.includes(n);
-    if (mine) r.classList.add("sel"); else if (r.dataset.kernels) r.classList.add("dim");
-  });
-  let firstOut = null;
-  document.querySelectorAll("#out .ln[data-kernel]").forEach(r => {
-    if (hot.has(r.dataset.kernel)) { r.classList.add("hot"); if (!firstOut) firstOut = r; } else r.classList.add("dim");
-  });
-  document.querySelectorAll(".chip").forEach(c => c.classList.add(hot.has(c.dataset.kernel) ? "hot" : "dim"));
-  if (what.kernel || what.line) {
-    scrollTo(prog, document.querySelector(`#prog .ln[data-line="${Math.min(...lines)}"]`));
-    scrollTo(out, firstOut);
-  }
-}
-window.addEventListener("message", e => { if (e.data && e.data.dxFocus && K[e.data.dxFocus]) select({kernel: e.data.dxFocus}); });
-// start at the first kernel, past the wrapper's imports; in a tab not shown yet the panes have no size, so
-// that waits for the frame's first resize (the tab opening)
-const start = () => {
-  if (!out.clientHeight) return false;
-  if (D.focus && K[D.focus]) select({kernel: D.focus}); else scrollTo(out, document.querySelector("#out .ln[data-kernel]"));
-  return true;
-};
-idle();
-if (!start()) window.addEventListener("resize", function once() { if (start()) window.removeEventListener("resize", once); });
-</script></body></html>
-"""
-
-
 COLOURS = (
-    "Each kernel has a colour: a program line takes the colour of the kernel(s) it became (a striped line and several gutter "
-    "chips: it fused into several kernels), and so do the kernel's definition and its call in the output code. Uncoloured "
-    "lines reached no kernel (or torch recorded none for them). A red bar and ⚠ mark the first diverging intermediate's line "
-    "and kernel when the run is localized."
+    "Each kernel has a colour: a program line takes the colour of the kernel(s) it became (a striped line and several"
+    " gutter chips: it fused into several kernels), and so do the kernel's definition and its call in the output code."
+    " Uncoloured lines reached no kernel (or torch recorded none for them). A red bar and ⚠ mark the first diverging"
+    " intermediate's line and kernel when the run is localized."
 )
 
 
@@ -570,7 +424,8 @@ def render(record: RunRecord, result: CheckResult, tri: CheckResult | None, loca
             chosen, which = tri, "Triton on CPU"
     if not chosen.code.output_code:
         st.info(
-            "No output code was captured, so there is nothing to map (the backend writes none, or the check stopped before compiling)."
+            "No output code was captured, so there is nothing to map (the backend writes none, or the check stopped"
+            " before compiling)."
         )
         return
     snippet = Path(record.run_dir) / "snippet.py"
@@ -610,7 +465,9 @@ def writer_link(writer: Writer, linked: bool) -> None:
     left, right = st.columns([3, 1], vertical_alignment="center")
     left.caption(text)
     with right:
-        st.iframe(_LINK.replace("__KEY__", json.dumps(writer.key)), height=36)
+        # the button switches the page to the Generated code tab (the page's own tab button, same origin) and tells
+        # the source <-> kernel view there which kernel to select: no rerun of the page
+        st.iframe(_asset("writer_link.html").replace("__KEY__", json.dumps(writer.key)), height=36)
 
 
 def _line_range(lines: Sequence[int]) -> str:
@@ -622,24 +479,3 @@ def _line_range(lines: Sequence[int]) -> str:
     if ordered == list(range(ordered[0], ordered[-1] + 1)):
         return f"lines {ordered[0]}–{ordered[-1]}"
     return "lines " + ", ".join(map(str, ordered))
-
-
-# the button switches the page to the Generated code tab (the page's own tab button, same origin) and tells
-# the source <-> kernel view there which kernel to select: no rerun of the page
-_LINK = r"""<!doctype html><html><body style="margin:0">
-<button id="go" data-testid="dx-show-kernel" style="font:13px ui-sans-serif,system-ui,sans-serif;padding:5px 10px;border:1px solid #d0d7de;border-radius:6px;background:#fff;cursor:pointer;width:100%;white-space:nowrap;overflow:hidden;text-overflow:ellipsis" title="Show this kernel in the Generated code tab">Show the kernel</button>
-<script>
-document.getElementById("go").onclick = () => {
-  const doc = window.parent.document, key = __KEY__;
-  const tab = [...doc.querySelectorAll('[role="tab"]')].find(b => b.innerText.trim() === "Generated code");
-  if (tab && tab.getAttribute("aria-selected") !== "true") {
-    // Streamlit's tabs answer presses (pointer events), a bare click() too on some versions: send both
-    const opts = {bubbles: true, cancelable: true, pointerType: "mouse", isPrimary: true, button: 0};
-    tab.dispatchEvent(new PointerEvent("pointerdown", opts)); tab.dispatchEvent(new MouseEvent("mousedown", opts));
-    tab.dispatchEvent(new PointerEvent("pointerup", opts)); tab.dispatchEvent(new MouseEvent("mouseup", opts));
-    if (tab.getAttribute("aria-selected") !== "true") tab.click();
-  }
-  const send = () => doc.querySelectorAll("iframe").forEach(f => { try { f.contentWindow.postMessage({dxFocus: key}, "*"); } catch (e) {} });
-  setTimeout(send, 250); setTimeout(send, 1000);
-};
-</script></body></html>"""

@@ -427,14 +427,16 @@ def _heatmap_figure(
 ) -> HeatmapView:
     scale = log_scale(pooled.value, metric)
     z = to_colour(pooled.value, scale)
-    colours = dict(
-        colorscale=DIVERGING if scale.diverging else SEQUENTIAL,
-        zmin=scale.zmin,
-        zmax=scale.zmax,
-        colorbar=dict(
-            title=dict(text=_SHORT[metric], side="right"), tickvals=list(scale.tickvals), ticktext=list(scale.ticktext)
-        ),
-    )
+    colours = {
+        "colorscale": DIVERGING if scale.diverging else SEQUENTIAL,
+        "zmin": scale.zmin,
+        "zmax": scale.zmax,
+        "colorbar": {
+            "title": {"text": _SHORT[metric], "side": "right"},
+            "tickvals": list(scale.tickvals),
+            "ticktext": list(scale.ticktext),
+        },
+    }
     if not pooled.pooled:
         custom, names = _channels(
             _at_worst(sliced, pooled), pooled.worst_row, pooled.worst_col, pooled.value, with_index=False
@@ -507,11 +509,11 @@ def block_markers(sliced: Mapping[str, np.ndarray], pooled: Pooled, metric: Metr
         y=y.reshape(-1),
         customdata=custom.reshape(-1, custom.shape[-1]),
         mode="markers",
-        marker=dict(size=8, opacity=0, symbol="square-open", color="#e4572e"),
-        selected=dict(marker=dict(opacity=1)),
-        unselected=dict(marker=dict(opacity=0)),
+        marker={"size": 8, "opacity": 0, "symbol": "square-open", "color": "#e4572e"},
+        selected={"marker": {"opacity": 1}},
+        unselected={"marker": {"opacity": 0}},
         hovertemplate=_hovertemplate(names, spec, metric, True),
-        hoverlabel=dict(bgcolor="white", font=dict(color="#262730")),  # not the marker's colour
+        hoverlabel={"bgcolor": "white", "font": {"color": "#262730"}},  # not the marker's colour
         showlegend=False,
         name="blocks",
     )
@@ -530,12 +532,12 @@ def _layout(fig: go.Figure, spec: SliceSpec, title: str, pooled: Pooled, dragmod
     if rows == 1:
         yaxis.update(showticklabels=False, ticks="")
     fig.update_layout(
-        title=dict(text=title, font=dict(size=14)),
+        title={"text": title, "font": {"size": 14}},
         xaxis=xaxis,
         yaxis=yaxis,
         plot_bgcolor=IDENTICAL_COLOUR,
         height=height,
-        margin=dict(l=60, r=20, t=40 if title else 10, b=40),
+        margin={"l": 60, "r": 20, "t": 40 if title else 10, "b": 40},
         dragmode=dragmode,
         clickmode="event+select",
     )
@@ -560,7 +562,8 @@ def block_detail(
     max_side: int = DETAIL_MAX_SIDE,
     context: int = 32,
 ) -> HeatmapView:
-    """Block rows [r0, r1) x cols [c0, c1) at full resolution, outlined, with some neighbourhood around a small block."""
+    """Block rows [r0, r1) x cols [c0, c1) at full resolution, outlined, with some neighbourhood around a small
+    block."""
     sliced_all = take_slice(arrays, spec)
     h, w = sliced_all["eager"].shape
     (r0, r1), (c0, c1) = rows, cols
@@ -582,11 +585,11 @@ def block_detail(
             colorscale=DIVERGING if scale.diverging else SEQUENTIAL,
             zmin=scale.zmin,
             zmax=scale.zmax,
-            colorbar=dict(
-                title=dict(text=_SHORT[metric], side="right"),
-                tickvals=list(scale.tickvals),
-                ticktext=list(scale.ticktext),
-            ),
+            colorbar={
+                "title": {"text": _SHORT[metric], "side": "right"},
+                "tickvals": list(scale.tickvals),
+                "ticktext": list(scale.ticktext),
+            },
             hoverongaps=False,
             xgap=1 if (wc1 - wc0) <= 64 else 0,
             ygap=1 if (wr1 - wr0) <= 64 else 0,
@@ -600,7 +603,7 @@ def block_detail(
         x1=min(c1, wc1) - 0.5,
         y0=r0 - 0.5,
         y1=min(r1, wr1) - 0.5,
-        line=dict(color="#e4572e", width=2),
+        line={"color": "#e4572e", "width": 2},
     )
     return HeatmapView(fig, pooled, scale, spec)
 
@@ -648,12 +651,21 @@ def histogram_figure(counts: np.ndarray) -> go.Figure:
     top = max(max(values), 1)
     fig.update_layout(
         height=320,
-        margin=dict(l=10, r=10, t=30, b=10),
-        title=dict(text="ULP distance, eager vs compiled", font=dict(size=14)),
-        yaxis=dict(
-            type="log", title="elements", range=[math.log10(0.5), math.log10(top * 2.5)], dtick=1, automargin=True
-        ),
-        xaxis=dict(title=dict(text="ULP distance", standoff=12), type="category", tickangle=-40, automargin=True),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        title={"text": "ULP distance, eager vs compiled", "font": {"size": 14}},
+        yaxis={
+            "type": "log",
+            "title": "elements",
+            "range": [math.log10(0.5), math.log10(top * 2.5)],
+            "dtick": 1,
+            "automargin": True,
+        },
+        xaxis={
+            "title": {"text": "ULP distance", "standoff": 12},
+            "type": "category",
+            "tickangle": -40,
+            "automargin": True,
+        },
     )
     return fig
 

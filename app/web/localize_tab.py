@@ -9,6 +9,7 @@ which is what the tab shows, then and whenever the run is reopened.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -16,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
-
-import re
 
 from app.store import RunRecord
 from app.web import running
@@ -106,9 +105,10 @@ def render(record: RunRecord, result: CheckResult) -> None:
     job = registry().get(_key(record.id))
     running_now = job is not None and not job.done()
     st.caption(
-        "The ablation ladder re-checks the program under each compiler stack (the first that diverges names the layer), PyTorch's "
-        "CompilerBisector narrows it to a subsystem and lowering (in a worker of its own: its state never reaches other checks), "
-        "and every intermediate of the compiled graph is compared with eager to find the first node that diverges."
+        "The ablation ladder re-checks the program under each compiler stack (the first that diverges names the layer),"
+        " PyTorch's CompilerBisector narrows it to a subsystem and lowering (in a worker of its own: its state never"
+        " reaches other checks), and every intermediate of the compiled graph is compared with eager to find the first"
+        " node that diverges."
     )
     st.multiselect(
         "Steps",
@@ -225,9 +225,9 @@ def findings_rows(conclusion: Conclusion) -> list[dict[str, str]]:
     return [
         {
             "step": f.step,
-            "op (line)": f"{f.site.name} ({f.site.line})"
-            if f.site and f.site.line
-            else (f.site.name if f.site else "–"),
+            "op (line)": (
+                f"{f.site.name} ({f.site.line})" if f.site and f.site.line else (f.site.name if f.site else "–")
+            ),
             "agrees": AGREES[f.agrees],
             "what it says": f.says,
         }
@@ -333,17 +333,20 @@ def intermediates_status(i: Any, ablation: Any = None) -> None:
         st.warning(f"**The first-diverging-node step could not run** — {text}")
     elif i.status == "none-diverges" and not i.reproduced:
         st.warning(
-            "**No first diverging node: with every intermediate exposed, the program no longer diverges.** Exposing each node as "
-            "an extra output changes how Inductor fuses the graph, and here that change removes the divergence, so this step "
-            "cannot point at a node. The ablation ladder and the bisector above still localize the layer and the lowering."
+            "**No first diverging node: with every intermediate exposed, the program no longer diverges.** Exposing"
+            " each node as an extra output changes how Inductor fuses the graph, and here that change removes the"
+            " divergence, so this step cannot point at a node. The ablation ladder and the bisector above still"
+            " localize the layer and the lowering."
         )
     elif i.status == "backward-not-compared":
         st.warning(
-            f"**No first diverging node: the divergent leaves are gradients, and the backward graph is not compared.** {text}.{_ladder_says(ablation)}"
+            "**No first diverging node: the divergent leaves are gradients, and the backward graph is not compared.**"
+            f" {text}.{_ladder_says(ablation)}"
         )
     elif i.status == "none-diverges":
         st.warning(
-            f"**No first diverging node: every intermediate matches, yet the output still diverges.** {text}.{_ladder_says(ablation)}"
+            "**No first diverging node: every intermediate matches, yet the output still diverges.**"
+            f" {text}.{_ladder_says(ablation)}"
         )
     else:
         st.info(f"**{i.status}** — {text}")
@@ -375,20 +378,22 @@ def node_card(record: RunRecord, loc: Localization) -> None:
             return
         f = i.first
         st.markdown(
-            f":red[●] **`{f.node}`** · op `{f.op}` · graph {f.graph} · {f.mismatches} of {f.numel} elements differ · max {f.max_ulp:.3g} ULP"
+            f":red[●] **`{f.node}`** · op `{f.op}` · graph {f.graph} · {f.mismatches} of {f.numel} elements differ ·"
+            f" max {f.max_ulp:.3g} ULP"
         )
         st.markdown(_without_counts(i.explanation))
         if not i.reproduced:
             st.warning(
-                "With every intermediate exposed as an output, the final output no longer diverges: the extra outputs changed "
-                "fusion, so this node may not be where the original compile goes wrong."
+                "With every intermediate exposed as an output, the final output no longer diverges: the extra outputs"
+                " changed fusion, so this node may not be where the original compile goes wrong."
             )
         st.caption(f"{i.compared_nodes} nodes compared · diverging nodes in graph order:")
         st.code("\n".join(i.diverging_nodes) or f.node, language="text")
         if i.kernel:
             st.markdown(
-                f"Computed by kernel **`{i.kernel}`**: output code `{i.output_code_label}`, called at line {i.wrapper_line} of its wrapper "
-                f"(anchor `{i.anchor}`). Names are those of the instrumented compile; open it for its full generated code."
+                f"Computed by kernel **`{i.kernel}`**: output code `{i.output_code_label}`, called at line"
+                f" {i.wrapper_line} of its wrapper (anchor `{i.anchor}`). Names are those of the instrumented compile;"
+                " open it for its full generated code."
             )
             if i.kernel_source:
                 st.code(

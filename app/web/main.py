@@ -317,8 +317,8 @@ def show_current() -> None:
         if record.status == INTERRUPTED:
             when = dt.datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S")
             st.warning(
-                f"Run `{run_id}` ({record.name}, started {when}) was **interrupted**: the app stopped while it ran, so it has no result. "
-                "Its program is below; run it again to get one."
+                f"Run `{run_id}` ({record.name}, started {when}) was **interrupted**: the app stopped while it ran, so"
+                " it has no result. Its program is below; run it again to get one."
             )
             _show_snippet(record)
         else:
@@ -369,7 +369,8 @@ def main() -> None:
     sidebar = st.sidebar.container()  # filled last, so it lists a run that finished during this script run
     st.markdown("## Divergence Explorer")
     st.caption(
-        "Runs a PyTorch program eagerly and with torch.compile, compares every element against an fp64 reference, and tells you whether compile changed the answer, where, and whether it matters."
+        "Runs a PyTorch program eagerly and with torch.compile, compares every element against an fp64 reference, and"
+        " tells you whether compile changed the answer, where, and whether it matters."
     )
     # the gallery across the page: in the editor's column a case's title did not fit its picker at 1024 px
     gallery_section()

@@ -325,7 +325,8 @@ class MinimizeJob:
         final = measure(best) if best is not None else start
         if state == STOPPED:
             message = (
-                f"Stopped after {snap.elapsed_s:.0f} s. The best candidate so far ({final.tokens} tokens) is checkpointed: Start resumes from it."
+                f"Stopped after {snap.elapsed_s:.0f} s. The best candidate so far ({final.tokens} tokens) is"
+                " checkpointed: Start resumes from it."
                 if best is not None
                 else f"Stopped after {snap.elapsed_s:.0f} s, before any smaller candidate was found."
             )

@@ -107,7 +107,8 @@ def _show_settings_it_ran_with(run_id: str, job: MinimizeJob | None, outcome: Ou
 def render(record: RunRecord, result: CheckResult) -> None:
     if result.verdict is not Verdict.DIVERGENT:
         st.info(
-            f"Minimize shrinks a divergent program to a small repro ready to file upstream. This run is {result.verdict.value}: there is nothing to minimize."
+            "Minimize shrinks a divergent program to a small repro ready to file upstream. This run is"
+            f" {result.verdict.value}: there is nothing to minimize."
         )
         return
     snippet = Path(record.run_dir) / "snippet.py"
@@ -118,11 +119,38 @@ def render(record: RunRecord, result: CheckResult) -> None:
     job = registry().get(record.id)
     running_now = job is not None and not job.done()
     st.caption(
-        "Shrinks this program while the same leaf keeps the same divergence (a candidate that crashes, stops diverging or diverges "
-        "differently is rejected). Every candidate is checked in the engine's worker. The result is a standalone repro.py, verified in "
-        "a fresh process, and an issue body in PyTorch's PT2 bug-report form."
+        "Shrinks this program while the same leaf keeps the same divergence (a candidate that crashes, stops diverging"
+        " or diverges differently is rejected). Every candidate is checked in the engine's worker. The result is a"
+        " standalone repro.py, verified in a fresh process, and an issue body in PyTorch's PT2 bug-report form."
     )
     _show_settings_it_ran_with(record.id, job, load_outcome(Path(record.run_dir)))
+    _setting_inputs(record.id, disabled=running_now)
+    if running_now:
+        assert job is not None
+        live(record.id)
+        return
+    best = checkpointed_best(checkpoint_root(data_dir()), source)
+    _interrupted(record.id, best)
+    outcome = job.snapshot().outcome if job is not None else None
+    outcome = outcome or load_outcome(Path(record.run_dir))
+    if outcome is not None and outcome.state == DONE:
+        label, hint = (
+            "Minimize further",
+            "starts from the minimized program (its checkpoint) and tries to shrink it more",
+        )
+    elif best is not None:
+        label, hint = "Resume minimizing", "resumes from the checkpointed best candidate"
+    else:
+        label, hint = "Start minimizing", None
+    st.button(
+        label, type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source), help=hint
+    )
+    if outcome is not None:
+        show_outcome(record.id, outcome)
+
+
+def _setting_inputs(run_id: str, *, disabled: bool) -> None:
+    """The budget and the minimizer's optional steps (kept per run in the session)."""
     # two rows of two: four in a row cut the checkboxes' labels at 1024 px ("shrinkray p…")
     a, b = st.columns(2)
     c, d = st.columns(2)
@@ -131,33 +159,36 @@ def render(record: RunRecord, result: CheckResult) -> None:
         min_value=5,
         step=60,
         format="%d",
-        key=f"min_budget:{record.id}",
-        disabled=running_now,
+        key=f"min_budget:{run_id}",
+        disabled=disabled,
         help="for the reduction; checking the original, verifying the repro and the ablation come on top",
     )
-    b.checkbox("Dynamo-graph rewrite", key=f"min_graph:{record.id}", disabled=running_now)
+    b.checkbox("Dynamo-graph rewrite", key=f"min_graph:{run_id}", disabled=disabled)
     installed = find_shrinkray() is not None
     c.checkbox(
         "shrinkray polish",
-        key=f"min_shrinkray:{record.id}",
-        disabled=running_now or not installed,
-        help="shrinkray polishes the result at the end"
-        if installed
-        else "shrinkray is not installed: `divergence install-shrinkray` adds it",
+        key=f"min_shrinkray:{run_id}",
+        disabled=disabled or not installed,
+        help=(
+            "shrinkray polishes the result at the end"
+            if installed
+            else "shrinkray is not installed: `divergence install-shrinkray` adds it"
+        ),
     )
     d.checkbox(
         "Ablation in the issue body",
-        key=f"min_ablation:{record.id}",
-        disabled=running_now,
-        help="re-check the result under eager, aot_eager, aot_eager_decomp_partition, inductor and Inductor's numerics flags",
+        key=f"min_ablation:{run_id}",
+        disabled=disabled,
+        help=(
+            "re-check the result under eager, aot_eager, aot_eager_decomp_partition, inductor and Inductor's numerics"
+            " flags"
+        ),
     )
-    if running_now:
-        assert job is not None
-        live(record.id)
-        return
-    best = checkpointed_best(checkpoint_root(data_dir()), source)
-    resumable = best is not None
-    kept = running.store().minimization(record.id)
+
+
+def _interrupted(run_id: str, best: str | None) -> None:
+    """Say so when the app stopped while this run's minimization ran, and what it kept."""
+    kept = running.store().minimization(run_id)
     if kept is not None and kept.status == INTERRUPTED:
         when = dt.datetime.fromtimestamp(kept.started).strftime("%Y-%m-%d %H:%M:%S")
         st.warning(
@@ -168,22 +199,6 @@ def render(record: RunRecord, result: CheckResult) -> None:
                 else "It had not found a smaller candidate yet."
             )
         )
-    outcome = job.snapshot().outcome if job is not None else None
-    outcome = outcome or load_outcome(Path(record.run_dir))
-    if outcome is not None and outcome.state == DONE:
-        label, hint = (
-            "Minimize further",
-            "starts from the minimized program (its checkpoint) and tries to shrink it more",
-        )
-    elif resumable:
-        label, hint = "Resume minimizing", "resumes from the checkpointed best candidate"
-    else:
-        label, hint = "Start minimizing", None
-    st.button(
-        label, type="primary", key=f"min_start:{record.id}", on_click=_start, args=(record, result, source), help=hint
-    )
-    if outcome is not None:
-        show_outcome(record.id, outcome)
 
 
 @st.fragment(run_every=POLL_S)
@@ -251,8 +266,8 @@ def progress_panel(snap: Snapshot) -> None:
 def show_outcome(run_id: str, o: Outcome) -> None:
     when = dt.datetime.fromtimestamp(o.finished).strftime("%Y-%m-%d %H:%M:%S")
     sizes = (
-        f"{o.initial_lines} → {o.final_lines} lines, {o.initial_tokens} → {o.final_tokens} tokens, {o.initial_ops} → {o.final_ops} torch ops; "
-        f"{o.oracle_calls} oracle calls in {o.elapsed_s:.0f} s · {when}"
+        f"{o.initial_lines} → {o.final_lines} lines, {o.initial_tokens} → {o.final_tokens} tokens, {o.initial_ops} →"
+        f" {o.final_ops} torch ops; {o.oracle_calls} oracle calls in {o.elapsed_s:.0f} s · {when}"
     )
     if o.state == DONE:
         (st.success if o.repro_verified and o.confirmed else st.warning)(f"**Minimized** — {o.message}")

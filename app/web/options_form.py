@@ -175,8 +175,10 @@ def render() -> None:
     st.checkbox(
         "Triton on CPU",
         key="opt_triton_cpu",
-        help="After the check, compile again with Inductor's Triton backend for CPU tensors in a separate worker, show those "
-        "Triton kernels, and run them in Triton's interpreter: interpreted Triton on CPU, not GPU Triton.",
+        help=(
+            "After the check, compile again with Inductor's Triton backend for CPU tensors in a separate worker, show"
+            " those Triton kernels, and run them in Triton's interpreter: interpreted Triton on CPU, not GPU Triton."
+        ),
     )
     with st.expander("More settings"):
         st.number_input("First seed", min_value=0, step=1, key="opt_seed")

@@ -117,8 +117,8 @@ def render(record: RunRecord, result: CheckResult) -> None:
     if result.error is not None and report is None:
         # every probe is this check again with other inputs: it would fail the same way
         st.info(
-            f"Probes re-run a program that checks. This run ended in an error ({result.error.kind.value}), so every probe would "
-            "end in the same error: fix the program (or its settings) and run it again, then probe."
+            f"Probes re-run a program that checks. This run ended in an error ({result.error.kind.value}), so every"
+            " probe would end in the same error: fix the program (or its settings) and run it again, then probe."
         )
         return
     if not snippet.exists():
@@ -128,8 +128,9 @@ def render(record: RunRecord, result: CheckResult) -> None:
     job = registry().get(_key(record.id))
     running_now = job is not None and not job.done()
     st.caption(
-        "Re-runs this program with derived inputs and call patterns, each probe an ordinary check with its options (seed included) "
-        "stored, so a failure replays exactly. A probe whose inputs make eager itself raise is *not applicable*, not a bug."
+        "Re-runs this program with derived inputs and call patterns, each probe an ordinary check with its options"
+        " (seed included) stored, so a failure replays exactly. A probe whose inputs make eager itself raise is *not"
+        " applicable*, not a bug."
     )
     a, b = st.columns([4, 1])
     a.multiselect(

@@ -19,7 +19,7 @@ from app import gallery
 from app.store import RunRecord
 from app.web import code_view, compare_view, localize_tab, minimize_tab, probes_tab, running, triton_pass
 from app.web import heatmap as hm
-from engine import CheckResult, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
+from engine import CheckResult, ErrorInfo, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
 from engine import outputs as leaf_roles
 from engine.judge.headline import headline as verdict_headline
 
@@ -176,17 +176,21 @@ def where_it_stopped(result: CheckResult) -> str:
     return f"When Cancel came, {words} after {seconds:.0f} s. "
 
 
+def _cancelled(result: CheckResult, error: ErrorInfo) -> None:
+    st.warning(
+        "**Cancelled** — the check was stopped before it finished, so it has no verdict. "
+        f"{where_it_stopped(result)}"
+        "Run it again to get one."
+    )
+    tail = error.output_tail or result.output_tail
+    if tail.strip():
+        with st.expander("Output tail"):
+            st.code(tail.rstrip()[-4000:], language="text")
+
+
 def banner(result: CheckResult) -> None:
     if result.error is not None and result.error.kind is ErrorKind.CANCELLED:
-        st.warning(
-            "**Cancelled** — the check was stopped before it finished, so it has no verdict. "
-            f"{where_it_stopped(result)}"
-            "Run it again to get one."
-        )
-        tail = result.error.output_tail or result.output_tail
-        if tail.strip():
-            with st.expander("Output tail"):
-                st.code(tail.rstrip()[-4000:], language="text")
+        _cancelled(result, result.error)
         return
     show = BANNER[result.verdict]
     plain = verdict_headline(
@@ -220,18 +224,7 @@ def banner(result: CheckResult) -> None:
             if line:
                 st.markdown(line + ".")
     if result.error is not None:
-        err = result.error
-        st.markdown(f"**Error kind:** `{err.kind.value}`")
-        if err.message.strip() not in headline(result):  # the banner said it already when it is one line
-            st.code(err.message, language="text", wrap_lines=True)
-        if err.traceback.strip():
-            # open when it says more than the message above (where the program failed), folded when it only repeats it
-            with st.expander("Traceback", expanded=missing is None):
-                st.code(err.traceback.rstrip(), language="python")
-        tail = err.output_tail or result.output_tail
-        if tail.strip():
-            with st.expander("Output tail", expanded=True):
-                st.code(tail.rstrip()[-4000:], language="text")
+        _error_details(result, result.error, missing_module=missing is not None)
     for note in result.notes:
         st.caption(f"note: {note}")
     if len(result.seeds) > 1:
@@ -240,6 +233,20 @@ def banner(result: CheckResult) -> None:
             hide_index=True,
             width="stretch",
         )
+
+
+def _error_details(result: CheckResult, err: ErrorInfo, *, missing_module: bool) -> None:
+    st.markdown(f"**Error kind:** `{err.kind.value}`")
+    if err.message.strip() not in headline(result):  # the banner said it already when it is one line
+        st.code(err.message, language="text", wrap_lines=True)
+    if err.traceback.strip():
+        # open when it says more than the message above (where the program failed), folded when it only repeats it
+        with st.expander("Traceback", expanded=not missing_module):
+            st.code(err.traceback.rstrip(), language="python")
+    tail = err.output_tail or result.output_tail
+    if tail.strip():
+        with st.expander("Output tail", expanded=True):
+            st.code(tail.rstrip()[-4000:], language="text")
 
 
 # leaf, verdict and how many differ fit a 1024-px window with the sidebar open (~560 px of table): pinned on the left
@@ -270,11 +277,13 @@ def leaf_rows(leaves: tuple[LeafResult, ...] | list[LeafResult]) -> list[dict[st
                 "leaf": leaf.name,
                 "verdict": verdict,
                 "mismatched": (
-                    f"{leaf.mismatches}/{leaf.numel - leaf.unwritten}"
-                    + (f" (+{leaf.unwritten} unwritten)" if leaf.unwritten else "")
-                )
-                if leaf.numel
-                else "–",
+                    (
+                        f"{leaf.mismatches}/{leaf.numel - leaf.unwritten}"
+                        + (f" (+{leaf.unwritten} unwritten)" if leaf.unwritten else "")
+                    )
+                    if leaf.numel
+                    else "–"
+                ),
                 "max abs": fmt(leaf.max_abs),
                 "max ULP": fmt(leaf.max_ulp),
                 "kind": leaf.kind.value,
@@ -315,8 +324,10 @@ def leaf_table(record: RunRecord, result: CheckResult) -> None:
             key=f"focus:{record.id}",
             on_change=_save_focus,
             args=(record, result),
-            help="They lead this run's views and its summary line; kept with the run (and settable from Python as "
-            "CheckOptions(focus=...)). The verdict still judges every output.",
+            help=(
+                "They lead this run's views and its summary line; kept with the run (and settable from Python as "
+                "CheckOptions(focus=...)). The verdict still judges every output."
+            ),
         )
 
 
@@ -341,7 +352,7 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
         + (["Triton on CPU"] if with_triton else [])
         + ["Probes", "Localize", "Minimize", "Program"]
     )
-    tabs = dict(zip(names, st.tabs(names)))
+    tabs = dict(zip(names, st.tabs(names), strict=True))
     with tabs["Leaves"]:
         if result.leaves:
             leaf_table(record, result)
@@ -385,7 +396,8 @@ def triton_caption(tri: CheckResult | None) -> None:
         st.markdown(f"{ICON['error']} **Triton on CPU**: {triton_pass.outcome(tri)}; see its tab.")
     else:
         st.markdown(
-            f"{ICON.get(tri.verdict.value, '')} **Triton on CPU**: **{tri.verdict.value}** (interpreted, not GPU Triton); see its tab."
+            f"{ICON.get(tri.verdict.value, '')} **Triton on CPU**: **{tri.verdict.value}** (interpreted, not GPU"
+            " Triton); see its tab."
         )
 
 
@@ -393,15 +405,16 @@ def triton_tab(record: RunRecord, tri: CheckResult | None) -> None:
     """The Triton-on-CPU pass: what it is, its verdict and leaves, or why it could not run."""
     if tri is None:
         st.warning(
-            "The Triton-on-CPU pass did not run: it was cancelled, or the app stopped before it finished. Run the check again to get it."
+            "The Triton-on-CPU pass did not run: it was cancelled, or the app stopped before it finished. Run the check"
+            " again to get it."
         )
         return
     kernels = sum(len(o.kernels) for o in tri.code.output_code)
     if tri.error is None:
         st.markdown(
-            f"**{triton_pass.LABEL}.** The program was compiled again with Inductor's Triton backend for CPU tensors, in a separate "
-            "worker; Triton's numpy interpreter ran the kernels, and that output was compared with eager like any compiled run. "
-            "The interpreter has its own numerics: this is not what a GPU computes."
+            f"**{triton_pass.LABEL}.** The program was compiled again with Inductor's Triton backend for CPU tensors,"
+            " in a separate worker; Triton's numpy interpreter ran the kernels, and that output was compared with"
+            " eager like any compiled run. The interpreter has its own numerics: this is not what a GPU computes."
         )
         (st.error if tri.verdict is Verdict.DIVERGENT else st.success)(
             f"**Interpreted Triton on CPU: {tri.verdict.value.upper()}** — {headline(tri)}"
@@ -543,7 +556,7 @@ def _spec_controls(key: str, shape: tuple[int, ...], worst_index: tuple[int, ...
     others = [d for d in dims if d not in (row_dim, col_dim)]
     if others:
         cols = st.columns(len(others))
-        for c, d in zip(cols, others):
+        for c, d in zip(cols, others, strict=True):
             if shape[d] > 1:
                 index[d] = c.slider(f"index in dim {d}", 0, shape[d] - 1, value=index[d], key=f"{key}:dim{d}")
             else:
@@ -619,16 +632,8 @@ def heatmap_section(
     worst = leaf.worst_index if leaf.worst_index is not None and len(leaf.worst_index) == len(shape) else None
     spec = _spec_controls(key, shape, worst) if full else hm.default_spec(shape, worst)
     pooled_by_check = hm.summary_pooled(summary, metric, spec, shape)
-    if not full:
-        st.caption(
-            f"This leaf's {leaf.numel:,} elements were above the storage limit, so its values were not kept: the map is the one the "
-            "check pooled, of the slice through the worst element; other slices and full-resolution blocks need the values."
-        )
-        if pooled_by_check is None:
-            st.info(
-                "The check kept no map of this leaf (its slice is small enough to draw every element, which needs the values)."
-            )
-            return
+    if not full and not _values_not_kept(leaf, drawable=pooled_by_check is not None):
+        return
     view = hm.heatmap(
         arrays, metric, spec, dtype=leaf.dtype, title=f"{leaf.name}: {metric.label}", pooled=pooled_by_check
     )
@@ -644,15 +649,42 @@ def heatmap_section(
     )
     if not full:  # nothing to show at full resolution
         return
-    by, bx = pooled.block
-    h, w = pooled.shape
     where = (spec.row_dim, spec.col_dim, tuple(sorted(spec.fixed().items())))
-    region_key = f"{key}:region"
-    bi_key, bj_key = f"{key}:bi", f"{key}:bj"
+    _remember_selection(event, pooled, key, where)
+    _map_caption(pooled)
+    picked = _picked_region(pooled, key, where)
+    if picked is None:
+        return
+    r0, r1, c0, c1 = picked
+    detail = hm.block_detail(arrays, metric, spec, (r0, r1), (c0, c1), dtype=leaf.dtype)
+    if (r1 - r0) > hm.DETAIL_MAX_SIDE or (c1 - c0) > hm.DETAIL_MAX_SIDE:
+        st.caption(
+            f"The selection is larger than {hm.DETAIL_MAX_SIDE}×{hm.DETAIL_MAX_SIDE}; its top-left part is shown."
+        )
+    st.plotly_chart(detail.figure, key=f"detail:{key}", theme=None, config={"displaylogo": False})
+
+
+def _values_not_kept(leaf: LeafResult, *, drawable: bool) -> bool:
+    """Say that a leaf's values were not kept; True when the check's own pooled map can still be drawn."""
+    st.caption(
+        f"This leaf's {leaf.numel:,} elements were above the storage limit, so its values were not kept: the map is"
+        " the one the check pooled, of the slice through the worst element; other slices and full-resolution"
+        " blocks need the values."
+    )
+    if not drawable:
+        st.info(
+            "The check kept no map of this leaf (its slice is small enough to draw every element, which needs the"
+            " values)."
+        )
+    return drawable
+
+
+def _remember_selection(event: Any, pooled: hm.Pooled, key: str, where: tuple[Any, ...]) -> None:
+    """Keep the map's latest box (a region) or click (a block) in the session, once each."""
     box = box_region(event, pooled)
     if box is not None and st.session_state.get(f"{key}:lastbox") != (where, box):
         st.session_state[f"{key}:lastbox"] = (where, box)
-        st.session_state[region_key] = (where, box)
+        st.session_state[f"{key}:region"] = (where, box)
     # the selection stays in the chart's state across reruns: act on a click once, so the block inputs stay
     # usable afterwards, and forget it when it is cleared, so clicking the same block again works
     click = clicked_block(event, pooled) if pooled.pooled else None
@@ -660,19 +692,33 @@ def heatmap_section(
         st.session_state.pop(f"{key}:lastclick", None)
     elif st.session_state.get(f"{key}:lastclick") != (where, click):
         st.session_state[f"{key}:lastclick"] = (where, click)
-        st.session_state[bi_key], st.session_state[bj_key] = click
-        st.session_state.pop(region_key, None)
+        st.session_state[f"{key}:bi"], st.session_state[f"{key}:bj"] = click
+        st.session_state.pop(f"{key}:region", None)
+
+
+def _map_caption(pooled: hm.Pooled) -> None:
+    by, bx = pooled.block
+    h, w = pooled.shape
     if pooled.pooled:
         st.caption(
-            f"{h}×{w} elements shown as {pooled.value.shape[0]}×{pooled.value.shape[1]} blocks of {by}×{bx}: each cell is its block's "
-            "maximum; hover for the block's index range and worst element. Grey: bit-identical. **Click a block** (or pick one below) "
-            "to see it at full resolution; a drag zooms the map, and the toolbar's box select drags out a region instead."
+            f"{h}×{w} elements shown as {pooled.value.shape[0]}×{pooled.value.shape[1]} blocks of {by}×{bx}: each cell"
+            " is its block's maximum; hover for the block's index range and worst element. Grey: bit-identical."
+            " **Click a block** (or pick one below) to see it at full resolution; a drag zooms the map, and the"
+            " toolbar's box select drags out a region instead."
         )
     else:
         st.caption(
-            "Every element at full resolution. Grey: bit-identical (eager and compiled have the same bits). Drag a box to zoom into a region."
+            "Every element at full resolution. Grey: bit-identical (eager and compiled have the same bits). Drag a box"
+            " to zoom into a region."
         )
+
+
+def _picked_region(pooled: hm.Pooled, key: str, where: tuple[Any, ...]) -> tuple[int, int, int, int] | None:
+    """The rows and columns to show at full resolution: a dragged box of this slice, else the picked block (the
+    block inputs, starting at the worst block); None for an unpooled map with no box."""
+    region_key, bi_key, bj_key = f"{key}:region", f"{key}:bi", f"{key}:bj"
     region = st.session_state.get(region_key)
+    picked = None
     if pooled.pooled:
         finite = np.where(np.isnan(pooled.value), -np.inf, pooled.value)
         wi, wj = (int(v) for v in np.unravel_index(int(np.argmax(finite)), finite.shape))
@@ -681,7 +727,10 @@ def heatmap_section(
             # a new slice or metric can shrink the grid below a block picked earlier
             st.session_state[k] = min(int(st.session_state.get(k, default)), top)
         a, b = st.columns(2)
-        drop_region = lambda: st.session_state.pop(region_key, None)  # noqa: E731 - a picked block replaces a dragged box
+
+        def drop_region() -> None:  # a picked block replaces a dragged box
+            st.session_state.pop(region_key, None)
+
         bi = a.number_input(
             "Block row",
             0,
@@ -692,17 +741,10 @@ def heatmap_section(
             help="starts at the block holding the worst element",
         )
         bj = b.number_input("Block column", 0, grid[1] - 1, step=1, key=bj_key, on_change=drop_region)
-        r0, r1, c0, c1 = pooled.block_range(int(bi), int(bj))
-    elif region is None:
-        return
+        picked = pooled.block_range(int(bi), int(bj))
     if region is not None and region[0] == where:
-        r0, r1, c0, c1 = region[1]
-    detail = hm.block_detail(arrays, metric, spec, (r0, r1), (c0, c1), dtype=leaf.dtype)
-    if (r1 - r0) > hm.DETAIL_MAX_SIDE or (c1 - c0) > hm.DETAIL_MAX_SIDE:
-        st.caption(
-            f"The selection is larger than {hm.DETAIL_MAX_SIDE}×{hm.DETAIL_MAX_SIDE}; its top-left part is shown."
-        )
-    st.plotly_chart(detail.figure, key=f"detail:{key}", theme=None, config={"displaylogo": False})
+        picked = region[1]
+    return picked
 
 
 def _language(k: Kernel) -> str:
@@ -756,7 +798,8 @@ def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = N
     )
     if not (code.fx_graphs or code.output_code or code.graph_breaks):
         st.info(
-            "No generated code was captured: the backend writes none (eager, aot_eager) or the check stopped before compiling."
+            "No generated code was captured: the backend writes none (eager, aot_eager) or the check stopped before"
+            " compiling."
         )
         return
     if kernels:
@@ -773,6 +816,12 @@ def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = N
             hide_index=True,
             width="stretch",
         )
+    _output_modules(record, code)
+    _graphs_and_breaks(record, code)
+
+
+def _output_modules(record: RunRecord, code: GeneratedCode) -> None:
+    """Each output module Inductor wrote: its kernels, then its wrapper, with a download."""
     for i, out in enumerate(code.output_code):
         with st.expander(f"Output code {out.label}: {len(out.kernels)} kernel(s)", expanded=i == 0):
             for k in out.kernels:
@@ -791,6 +840,10 @@ def code_tab(record: RunRecord, result: CheckResult, tri: CheckResult | None = N
                 file_name=f"output_code_{out.label or i}.py",
                 key=f"dl-out:{record.id}:{i}",
             )
+
+
+def _graphs_and_breaks(record: RunRecord, code: GeneratedCode) -> None:
+    """Dynamo's FX graphs, its graph breaks and its recompilations, as torch's logs gave them."""
     for i, graph in enumerate(code.fx_graphs):
         with st.expander(f"FX graph {i}", expanded=False):
             st.code(graph, language="python", height=min(420, 22 * (graph.count("\n") + 2)))
@@ -848,7 +901,8 @@ def details_tab(result: CheckResult) -> None:
         )
     if result.peak_rss_mb is not None:
         st.markdown(
-            f"**Peak memory of the check:** {result.peak_rss_mb:,.0f} MiB (resident, including what it shares with the warm worker)"
+            f"**Peak memory of the check:** {result.peak_rss_mb:,.0f} MiB (resident, including what it shares with the"
+            " warm worker)"
         )
     st.markdown("**Options**")
     st.code(json.dumps(result.options.to_json(), indent=1), language="json")

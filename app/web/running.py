@@ -163,7 +163,10 @@ def follow(active: Active) -> CheckResult:
         cancelled = (
             result.error is not None and result.error.kind is ErrorKind.CANCELLED
         )  # stopped: no verdict, no error
-        label = f"{active.name}: {'cancelled after' if cancelled else result.verdict.value + ' in'} {active.job.progress.elapsed_s:.1f} s"
+        label = (
+            f"{active.name}: {'cancelled after' if cancelled else result.verdict.value + ' in'}"
+            f" {active.job.progress.elapsed_s:.1f} s"
+        )
         if active.triton_options is not None and (active.triton is not None or not active.cancelled):
             if active.triton is None:
                 active.triton = triton_pass.TritonPass(result, active.source, active.triton_options, active.filename)

@@ -27,7 +27,7 @@ from app.sweep.report import (
     ulp_text,
     verdict_order,
 )
-from app.sweep.state import DONE, SweepState
+from app.sweep.state import DONE, BugRow, JobRow, SweepState
 
 REFRESH_S = 3.0
 
@@ -38,8 +38,8 @@ def render() -> None:
     sweeps = list_sweeps()
     if not sweeps:
         st.info(
-            "No sweeps yet. `divergence sweep sample_cases --matrix backend=inductor,aot_eager` checks the gallery under two backends; "
-            f"every sweep is listed here (they live in {sweeps_root()})."
+            "No sweeps yet. `divergence sweep sample_cases --matrix backend=inductor,aot_eager` checks the gallery"
+            f" under two backends; every sweep is listed here (they live in {sweeps_root()})."
         )
         return
     chosen = st.selectbox("Sweep", sweeps, key="sweep_dir", format_func=_label)
@@ -78,10 +78,20 @@ def _sweep(state: SweepState, running: bool) -> None:
     command = " ".join(meta.get("command", [])) or "divergence sweep"
     st.caption(f"`{command}` · {state.dir}" + (" · **running**: refreshes every few seconds" if running else ""))
     counts = totals["counts"]
+    _totals(counts, totals["total"])
+    if bugs:
+        _bugs(rows, bugs)
+    pytorch = any(r.pytorch is not None for r in rows)
+    only_disagreeing = _pytorch_check(rows) if pytorch else None
+    _jobs(rows, counts, only_disagreeing, pytorch=pytorch)
+
+
+def _totals(counts: dict[str, int], total: int) -> None:
+    """Jobs finished, divergent and failed, and a bar per verdict."""
     left, right = st.columns([1, 2])
     with left:
         done = sum(n for v, n in counts.items() if v not in ("pending", "running"))
-        st.metric("jobs finished", f"{done} / {totals['total']}")
+        st.metric("jobs finished", f"{done} / {total}")
         st.metric("divergent", counts.get("divergent", 0))
         st.metric("errors", counts.get("error", 0))
     with right:
@@ -95,42 +105,45 @@ def _sweep(state: SweepState, running: bool) -> None:
                 textposition="auto",
             )
         )
-        figure.update_layout(height=230, margin=dict(l=10, r=10, t=10, b=10), yaxis_title="jobs")
+        figure.update_layout(height=230, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="jobs")
         st.plotly_chart(figure, key="sweep_counts", config={"displayModeBar": False})
-    if bugs:
-        st.markdown("#### Bugs")
-        by_bug: dict[str, list[str]] = {}
-        for r in rows:
-            if r.bug:
-                by_bug.setdefault(r.bug, []).append(r.name + (f" [{r.label}]" if r.label else ""))
-        st.dataframe(
-            [
-                {
-                    "bug": b.id,
-                    "what": b.description,
-                    "jobs": len(by_bug.get(b.id, [])),
-                    "minimization": b.status,
-                    "tokens": f"{b.tokens_before} → {b.tokens_after}" if b.tokens_after is not None else "",
-                    "outcome": b.message or "",
-                }
-                for b in bugs
-            ],
-            hide_index=True,
-            width="stretch",
-            key="sweep_bugs",
-        )
-        for b in bugs:
-            if b.repro and Path(b.repro).is_file():
-                st.download_button(
-                    f"repro.py of bug {b.id}",
-                    Path(b.repro).read_text(),
-                    file_name=f"repro-{b.id}.py",
-                    key=f"repro:{b.id}",
-                )
-    pytorch = any(r.pytorch is not None for r in rows)
-    only_disagreeing: set[str] | None = None
-    if pytorch:
-        only_disagreeing = _pytorch_check(rows)
+
+
+def _bugs(rows: list[JobRow], bugs: list[BugRow]) -> None:
+    """The divergent jobs grouped by bug, each bug's minimization, and its repro to download."""
+    st.markdown("#### Bugs")
+    by_bug: dict[str, list[str]] = {}
+    for r in rows:
+        if r.bug:
+            by_bug.setdefault(r.bug, []).append(r.name + (f" [{r.label}]" if r.label else ""))
+    st.dataframe(
+        [
+            {
+                "bug": b.id,
+                "what": b.description,
+                "jobs": len(by_bug.get(b.id, [])),
+                "minimization": b.status,
+                "tokens": f"{b.tokens_before} → {b.tokens_after}" if b.tokens_after is not None else "",
+                "outcome": b.message or "",
+            }
+            for b in bugs
+        ],
+        hide_index=True,
+        width="stretch",
+        key="sweep_bugs",
+    )
+    for b in bugs:
+        if b.repro and Path(b.repro).is_file():
+            st.download_button(
+                f"repro.py of bug {b.id}",
+                Path(b.repro).read_text(),
+                file_name=f"repro-{b.id}.py",
+                key=f"repro:{b.id}",
+            )
+
+
+def _jobs(rows: list[JobRow], counts: dict[str, int], only_disagreeing: set[str] | None, *, pytorch: bool) -> None:
+    """Every job, the most severe first, filtered by verdict and by text (and to PyTorch's disagreements)."""
     st.markdown("#### Jobs")
     shown = [v for v in verdict_order() if v in counts]
     pick, text = st.columns([2, 1])
@@ -177,13 +190,12 @@ def _pytorch_check(rows: list) -> set[str] | None:  # type: ignore[type-arg]
     st.caption("; ".join(rules))
     jobs, leaves = crosstabs(rows)
     columns = st.columns(2)
-    for column, (counts, what) in zip(
-        columns, ((jobs, "jobs"), (leaves, "leaves (each sample's outputs, in op_db and module_db jobs)"))
-    ):
+    tables = ((jobs, "jobs"), (leaves, "leaves (each sample's outputs, in op_db and module_db jobs)"))
+    for column, (counts, what) in zip(columns, tables, strict=True):
         column.caption(what)
         column.dataframe(
             [
-                {"our verdict": v, **{f"PyTorch's {c}": n for c, n in zip(PYTORCH_COLUMNS, row)}}
+                {"our verdict": v, **{f"PyTorch's {c}": n for c, n in zip(PYTORCH_COLUMNS, row, strict=True)}}
                 for v, row in crosstab_rows(counts)
             ],
             hide_index=True,

@@ -68,8 +68,9 @@ class Stage(str, Enum):
             Stage.GRAPH_PASS: "one of Inductor's graph passes (pattern rewrites before lowering)",
             Stage.CONFIG: "an Inductor setting",
             Stage.LOWERING: "Inductor's lowering and code generation",
-            Stage.PRECISION: "a low-precision round trip Inductor skips "
-            "(eager rounds to bf16/fp16, compiled keeps fp32)",
+            Stage.PRECISION: (
+                "a low-precision round trip Inductor skips (eager rounds to bf16/fp16, compiled keeps fp32)"
+            ),
             Stage.RNG: "random numbers (compiled draws from Inductor's own generator)",
             Stage.UNKNOWN: "no stage the steps could agree on",
         }[self]
@@ -270,15 +271,19 @@ def _two_faults(node: Site, bisected: Site, sites: ProgramSites) -> tuple[Site, 
         return (
             bisected,
             node,
-            f"The bisector's op comes earlier in the graph than the first node whose value differs, {node.describe()}: "
-            "its lowering is the cause, and the difference shows only there",
+            (
+                "The bisector's op comes earlier in the graph than the first node whose value differs,"
+                f" {node.describe()}: its lowering is the cause, and the difference shows only there"
+            ),
         )
     return (
         node,
         bisected,
-        f"Both are faults: {node.describe()} is the first value compile changes, and the bisector names "
-        f"{bisected.describe()}, later in the graph, because the output is called divergent only once that lowering "
-        "is applied too (the first one's effect on the output stays inside the noise allowance)",
+        (
+            f"Both are faults: {node.describe()} is the first value compile changes, and the bisector names"
+            f" {bisected.describe()}, later in the graph, because the output is called divergent only once that"
+            " lowering is applied too (the first one's effect on the output stays inside the noise allowance)"
+        ),
     )
 
 
@@ -380,12 +385,16 @@ def _where(stage: Stage, workaround: str | None) -> str:
     setting = workaround.split("=")[0] if workaround else ""
     return {
         Stage.DYNAMO: "Dynamo's capture already changes it (backend eager diverges)",
-        Stage.AOT: "it appears with AOTAutograd (backend aot_eager diverges, eager does not): "
-        "the layer that turns in-place writes and views into values",
-        Stage.DECOMPOSITION: "it appears with the decompositions "
-        "(aot_eager_decomp_partition diverges, aot_eager does not)",
-        Stage.LOWERING: "it appears only in Inductor's generated code "
-        "(the earlier backends of the ladder agree with eager)",
+        Stage.AOT: (
+            "it appears with AOTAutograd (backend aot_eager diverges, eager does not): "
+            "the layer that turns in-place writes and views into values"
+        ),
+        Stage.DECOMPOSITION: (
+            "it appears with the decompositions (aot_eager_decomp_partition diverges, aot_eager does not)"
+        ),
+        Stage.LOWERING: (
+            "it appears only in Inductor's generated code (the earlier backends of the ladder agree with eager)"
+        ),
         Stage.CONFIG: f"it appears only with Inductor's `{setting}` on: `{workaround}` removes it",
         Stage.GRAPH_PASS: "it appears when Inductor's graph passes rewrite the graph",
         Stage.PRECISION: f"it is {Stage.PRECISION.words}",
@@ -409,45 +418,8 @@ def _sentence(
     pass_name: str | None = None,
 ) -> str:
     if site is None:
-        where = {
-            Stage.PRECISION: "Compile keeps a value in fp32 that eager rounds to bf16/fp16 "
-            "(emulate_precision_casts removes the difference), and no step could place it on a line",
-            Stage.RNG: "Compiled draws its random numbers from Inductor's generator "
-            "(fallback_random removes the difference)",
-        }.get(stage, f"The steps place the divergence in {stage.words}, but none names an op on a program line")
-        return where + "."
-    if site is node and node is not None:
-        lead = f"Compile first changes {site.describe()}" + (f": {node_detail}" if node_detail else "")
-    elif writers and site in writers:
-        leaf = mutated[0]
-        name = sites.parameter(leaf.name)
-        lead = (
-            f"Compile writes the input `{name or leaf.name}` ({leaf.name}) differently from eager; its last in-place "
-            f"write is {site.describe()}"
-        )
-        others = [w for w in writers if w != site]
-        if others:
-            lead += f", after {', '.join(w.describe() for w in others)}"
-    elif site is bisected and stage is Stage.GRAPH_PASS:
-        did = (
-            "made it an in-place op"
-            if "reinplace" in (pass_name or "")
-            else "folded its constant operand"
-            if "constant_fold" in (pass_name or "")
-            else "rewrote it"
-        )
-        pass_words = f"Inductor's graph pass {pass_name or '?'}"
-        lead = f"The bisector traces the divergence to {pass_words} at {site.describe()}: it {did}"
-    elif site is bisected:
-        lead = f"The bisector traces the divergence to Inductor's lowering of {site.describe()}"
-        fused = sites.fused_with(site, None)
-        if fused is not None and fused[1]:
-            lead += f", which kernel {fused[0]} computes together with {', '.join(s.describe() for s in fused[1])}"
-    else:
-        lead = (
-            f"The divergence is born in {stage.words}; the program's in-place write {site.describe()} "
-            "is what that layer handles"
-        )
+        return _unplaced(stage)
+    lead = _lead(stage, site, node, node_detail, bisected, mutated, writers, sites, pass_name)
     own = {sites.parameter(leaf.name) for leaf in mutated} if writers and site in writers else set()
     later = [(p, w) for p, w in _later_input_writes(site, sites) if p not in own]
     if later:
@@ -462,6 +434,65 @@ def _sentence(
     if reconcile:
         parts.append(reconcile)
     return ". ".join(p[0].upper() + p[1:] for p in parts if p) + "."
+
+
+def _unplaced(stage: Stage) -> str:
+    """The sentence where no step placed the divergence on a program line."""
+    where = {
+        Stage.PRECISION: (
+            "Compile keeps a value in fp32 that eager rounds to bf16/fp16 "
+            "(emulate_precision_casts removes the difference), and no step could place it on a line"
+        ),
+        Stage.RNG: (
+            "Compiled draws its random numbers from Inductor's generator (fallback_random removes the difference)"
+        ),
+    }.get(stage, f"The steps place the divergence in {stage.words}, but none names an op on a program line")
+    return where + "."
+
+
+def _lead(
+    stage: Stage,
+    site: Site,
+    node: Site | None,
+    node_detail: str,
+    bisected: Site | None,
+    mutated: list[LeafResult],
+    writers: tuple[Site, ...],
+    sites: ProgramSites,
+    pass_name: str | None,
+) -> str:
+    """What the sentence opens with: by which step's evidence the site is where compile changes the answer."""
+    if site is node and node is not None:
+        return f"Compile first changes {site.describe()}" + (f": {node_detail}" if node_detail else "")
+    if writers and site in writers:
+        leaf = mutated[0]
+        name = sites.parameter(leaf.name)
+        lead = (
+            f"Compile writes the input `{name or leaf.name}` ({leaf.name}) differently from eager; its last in-place "
+            f"write is {site.describe()}"
+        )
+        others = [w for w in writers if w != site]
+        return lead + (f", after {', '.join(w.describe() for w in others)}" if others else "")
+    if site is bisected and stage is Stage.GRAPH_PASS:
+        did = (
+            "made it an in-place op"
+            if "reinplace" in (pass_name or "")
+            else "folded its constant operand"
+            if "constant_fold" in (pass_name or "")
+            else "rewrote it"
+        )
+        pass_words = f"Inductor's graph pass {pass_name or '?'}"
+        return f"The bisector traces the divergence to {pass_words} at {site.describe()}: it {did}"
+    if site is bisected:
+        lead = f"The bisector traces the divergence to Inductor's lowering of {site.describe()}"
+        fused = sites.fused_with(site, None)
+        if fused is not None and fused[1]:
+            lead += f", which kernel {fused[0]} computes together with {', '.join(s.describe() for s in fused[1])}"
+        return lead
+    return (
+        f"The divergence is born in {stage.words}; the program's in-place write {site.describe()} "
+        "is what that layer handles"
+    )
 
 
 def _next_step(
