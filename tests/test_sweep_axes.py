@@ -98,3 +98,56 @@ def test_a_sweep_under_a_preset_compiles_with_its_entries(tmp_path: Path) -> Non
         codes[row.label] = "\n".join((Path(row.run_dir) / "result.json").read_text().split("\\n"))
     assert "at::vec::Vectorized" in codes["configs=default"]
     assert "at::vec::Vectorized" not in codes["configs=no_simd"]
+
+
+def test_chain_seeds_are_ranges_and_the_same_seed_draws_the_same_chains() -> None:
+    from app.sweep.sources.chains import Entry, draw, parse_seeds
+
+    assert parse_seeds(["0-3", "9", "2"]) == [0, 1, 2, 3, 9]
+    assert parse_seeds([]) == list(range(100))
+    for bad in ("3-1", "x", "-2"):
+        with pytest.raises(ZooError, match="seeds are whole numbers"):
+            parse_seeds([bad])
+    catalog = [
+        Entry(("layer_norm", ""), "norm-activation", 0, (5, 5), "float32", (5, 5), "float32"),
+        Entry(("gelu", ""), "norm-activation", 0, (5, 5), "float32", (5, 5), "float32"),
+        Entry(("sum", ""), "reduction", 3, (5, 5), "float32", (5,), "float32"),
+        Entry(("amax", ""), "reduction", 1, (5,), "float32", (), "float32"),
+        Entry(("index_put", ""), "index", 2, (7,), "float32", (7,), "float32"),  # no neighbour of its shape
+        Entry(("argmax", ""), "reduction", 0, (5,), "float32", (), "int64"),
+    ]
+    chains = draw(catalog, seed=4, dtype="float32")
+    assert chains == draw(catalog, seed=4, dtype="float32") and chains != draw(catalog, seed=5, dtype="float32")
+    assert len(chains) == 8
+    for chain in chains:
+        assert 2 <= len(chain) <= 4
+        for a, b in zip(chain, chain[1:], strict=False):
+            assert (a.shape_out, a.dtype_out) == (b.shape_in, b.dtype_in) and a.op != b.op
+        assert ("index_put", "") not in [e.op for e in chain]
+
+
+def test_a_chain_program_feeds_each_op_the_last_ones_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real catalog of a few ops (op_db run eagerly) and a program whose chains run as drawn."""
+    from app.sweep.sources import chains
+
+    monkeypatch.setenv("DIVERGENCE_HOME", str(tmp_path))
+    wanted = {"sin", "add", "nn.functional.gelu", "sum", "amax", "flip", "gather", "nn.functional.layer_norm"}
+    unstable = {"nn.functional.dropout", "empty_like", "randn_like", "bernoulli", "linalg.det"}
+    small = chains.build_catalog("float32", samples_per_op=6, names=wanted | unstable)
+    assert {e.family for e in small} == {"pointwise", "norm-activation", "reduction", "layout", "index"}
+    assert {e.op[0] for e in small} == wanted  # random, uninitialized and family-less ops left out
+    monkeypatch.setattr(chains, "catalog", lambda dtype_name: small)
+    (program,) = _programs("chain:fp32:7")
+    path = tmp_path / "seed7.py"
+    path.write_text(program.source)
+    ns = runpy.run_path(str(path))
+    (given,) = ns["inputs"]()
+    out = ns["fn"](given)
+    assert list(out) == [f"sample[{i}]" for i in range(len(program.info["chains"]))]
+    for name, (x, steps) in given.items():
+        for op, args, kwargs in steps:
+            x = ns["OPS"][op].op(x, *args, **kwargs)
+        assert torch.equal(out[name], x)
+    # one chain alone, as the sweep runs it when the whole program ends in an error
+    part = program.parts()[2]
+    assert "SAMPLES = [2]" in part.source and part.info["sample"] == 2

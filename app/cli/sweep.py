@@ -29,7 +29,9 @@ def _corpus_arguments(parser: argparse.ArgumentParser) -> None:
         help=(
             "programs: files, directories (searched recursively), globs, or zoo sources:"
             " hf:[small|base][+cache][:ARCH,...] (transformers architectures from their configs),"
-            " opinfo:[bf16|fp16|fp32][:OP,...] (every sample of op_db), modules:[eval|train][:MODULE,...] (module_db);"
+            " opinfo:[bf16|fp16|fp32][+ref|+noncontig][:OP,...] (every sample of op_db),"
+            " modules:[eval|train][:MODULE,...] (module_db),"
+            " chain:[fp32|bf16|fp16][:SEEDS] (op_db ops chained on compatible samples);"
             " an unknown name lists the known ones"
         ),
     )

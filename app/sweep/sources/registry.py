@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.sweep.sources import hf, modules, opinfo
+from app.sweep.sources import chains, hf, modules, opinfo
 from app.sweep.sources.base import Selection, Source, ZooError
 
-SOURCES: tuple[Source, ...] = (hf.SOURCE, opinfo.SOURCE, modules.SOURCE)
+SOURCES: tuple[Source, ...] = (hf.SOURCE, opinfo.SOURCE, modules.SOURCE, chains.SOURCE)
 
 
 def source(prefix: str) -> Source:
