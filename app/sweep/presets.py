@@ -44,6 +44,11 @@ PRESETS: tuple[Preset, ...] = (
     Preset("no_simd", {"cpp.simdlen": 1}, "C++ kernels without vectorization: the scalar path of every kernel"),
     Preset("aggressive_fusion", {"aggressive_fusion": True}, "fuses nodes that share no memory too"),
     Preset(
+        "efficient_conv_bn_eval",
+        {"efficient_conv_bn_eval_fx_passes": True},
+        "conv + BatchNorm in eval mode folded on the fly into the conv's weights (training with frozen BN)",
+    ),
+    Preset(
         "dynamic_threads",
         {"cpp.dynamic_threads": True},
         "OpenMP's thread count read at run time, not fixed at compile time (other chunking of reductions)",
