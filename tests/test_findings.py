@@ -91,6 +91,7 @@ def test_the_table_is_written_between_its_markers_only(tmp_path: Path) -> None:
         F.render_into("no markers", found)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("finding", F.load().findings, ids=lambda f: f.id)
 def test_each_script_shows_its_bug(finding: F.Finding) -> None:
     """Run as a user would: a fresh interpreter, the script alone; 1 while the bug is present (torch 2.13)."""

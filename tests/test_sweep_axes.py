@@ -77,6 +77,7 @@ def test_opinfo_flavours_give_reference_and_noncontiguous_inputs(tmp_path: Path)
         parse("opinfo:fp32+grad")
 
 
+@pytest.mark.slow
 def test_a_sweep_under_a_preset_compiles_with_its_entries(tmp_path: Path) -> None:
     """A real sweep: the no_simd preset reaches Inductor, whose C++ kernel then has no vector loads."""
     program = tmp_path / "relu.py"
