@@ -108,3 +108,72 @@ def test_each_script_shows_its_bug(finding: F.Finding) -> None:
         cwd=finding.script_path.parent,
     )
     assert done.returncode == 1, f"{finding.script}: exit {done.returncode}\n{done.stdout}\n{done.stderr[-2000:]}"
+
+
+def _sweep(sweep_dir: Path, jobs: list[tuple[str, str, str, str | None]]) -> None:
+    """A real sweep state file holding finished jobs (program, label, verdict, error kind)."""
+    from app.sweep.jobs import JobOutcome, JobSpec
+    from app.sweep.state import SweepState
+    from engine.judge.verdicts import Verdict
+    from engine.options import CheckOptions
+
+    specs = [
+        JobSpec(f"k{i}", f"/zoo/{program}", "x = 1\n", CheckOptions(), label, i)
+        for i, (program, label, _, _) in enumerate(jobs)
+    ]
+    with SweepState(sweep_dir, lock=True) as state:
+        state.plan(specs)
+        for spec, (_, _, verdict, kind) in zip(specs, jobs, strict=True):
+            state.start(spec.key, sweep_dir / spec.key)
+            state.finish(
+                spec.key, JobOutcome(Verdict(verdict), f"{verdict} here", str(sweep_dir / spec.key), 1.0, kind)
+            )
+
+
+def test_a_sweeps_divergent_jobs_are_listed_with_their_reasons_and_the_unexplained_fail(tmp_path: Path) -> None:
+    sweep_dir = tmp_path / "opinfo-fp32-ref"
+    _sweep(
+        sweep_dir,
+        [
+            ("acosh.py", "", "divergent", None),
+            ("sin.py", "", "match", None),
+            ("cos.py", "", "benign", None),
+            ("rrelu.py", "", "error", "compile"),  # the compiled side alone raised: a divergence
+            ("bad.py", "", "error", "eager"),  # eager raised: nothing compared
+            ("acosh.py", "dynamic=True", "divergent", None),
+        ],
+    )
+    found = _parse(
+        tmp_path,
+        ENTRY,
+        explained=[
+            {"sweep": "opinfo-fp32-ref", "program": "acosh.py", "why": "known upstream: #183768"},
+            {"sweep": "opinfo-fp32-ref", "program": "rrelu.py", "why": "finding: demo", "finding": "demo"},
+        ],
+    )
+    assert F.divergent_jobs(sweep_dir) == [
+        ("acosh.py", "", "divergent here"),
+        ("rrelu.py", "", "error here"),
+        ("acosh.py", "dynamic=True", "divergent here"),
+    ]
+    report, missing = F.accounting(found, [sweep_dir])
+    assert missing == 1
+    assert report.splitlines() == [
+        "opinfo-fp32-ref: 3 divergent jobs, 1 not accounted for",
+        "  acosh.py: known upstream: #183768",
+        "  rrelu.py: finding: demo",
+        "  acosh.py [dynamic=True]: NOT ACCOUNTED FOR: divergent here",
+    ]
+    with pytest.raises(F.FindingsError, match="not a sweep directory"):
+        F.divergent_jobs(tmp_path / "absent")
+    assert F.main(["--accounted", str(tmp_path / "absent")]) == 2
+
+
+def test_the_file_explains_the_divergent_jobs_of_the_sweeps_that_ran() -> None:
+    # the sweeps' state files live outside the repository (`--accounted SWEEP_DIR` checks them); the file's
+    # own list is not empty and each entry names a program and a reason, and a finding only by its id
+    found = F.load()
+    assert found.explained, "findings.json explains the divergent jobs of the sweeps that ran"
+    for e in found.explained:
+        assert e.program.endswith(".py") and e.why, e
+        assert e.finding is None or found.by_id(e.finding).id == e.finding
