@@ -290,7 +290,7 @@ def test_a_gallery_case_explains_itself_with_the_figures_its_check_measures(app:
     app.selectbox(key="gallery_case").set_value(case.slug).run()
     shown = " ".join(m.value for e in app.expander if e.label == "About this case" for m in e.markdown)
     figures = {m.name: m.value for m in case.measured_cpu}
-    assert f"{figures['differ']} of {figures['numel']:,} elements differ by exactly {figures['ulp']} ULP" in shown, (
+    assert f"{figures['differ']:,} of {figures['numel']:,} elements differ by exactly {figures['ulp']} ULP" in shown, (
         shown
     )
     assert (
