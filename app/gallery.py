@@ -267,7 +267,7 @@ def _torch_version(path: Path, raw: Any) -> str | None:
 
 def _options(path: Path, raw: dict[str, Any]) -> CheckOptions:
     try:
-        return CheckOptions.from_json(raw)
+        return CheckOptions.parse(raw)
     except (OptionsError, TypeError, ValueError) as exc:
         raise CaseError(f"{path.name}: bad [options]: {exc}") from None
 

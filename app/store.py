@@ -16,11 +16,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from engine import records
+from engine.options import CheckOptions
 from engine.paths import home
 
 DB_FILE = "app.sqlite"
@@ -57,14 +57,14 @@ CREATE TABLE IF NOT EXISTS minimizations (
 _LATER_COLUMNS = {"runs": {"owner": "TEXT NOT NULL DEFAULT ''", "session": "TEXT NOT NULL DEFAULT ''"}}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRecord:
     id: str
     created: float
     name: str  # what the user sees: a file name or a gallery title
     origin: str  # "paste", "upload" or "gallery:<slug>"
     run_dir: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: CheckOptions = field(default_factory=CheckOptions)
     status: str = RUNNING
     verdict: str | None = None
     explanation: str | None = None
@@ -73,7 +73,7 @@ class RunRecord:
     owner: str = ""  # the server process that ran it; filled in by RunStore.add
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MinimizationRecord:
     run_id: str
     started: float
@@ -156,7 +156,7 @@ class RunStore:
                     record.name,
                     record.origin,
                     record.run_dir,
-                    json.dumps(dict(record.options)),
+                    records.dumps(record.options),
                     record.status,
                     record.verdict,
                     record.explanation,
@@ -269,6 +269,14 @@ def _stored_verdict(run_dir: Path) -> tuple[str, str] | None:
         return None
 
 
+def _options(text: str) -> CheckOptions:
+    """A row's options; the defaults where they cannot be read (the row still lists, and its result has its own)."""
+    try:
+        return records.from_json(CheckOptions, text)
+    except records.RecordError:
+        return CheckOptions()
+
+
 def _record(row: sqlite3.Row) -> RunRecord:
     return RunRecord(
         id=row["id"],
@@ -276,7 +284,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         name=row["name"],
         origin=row["origin"],
         run_dir=row["run_dir"],
-        options=json.loads(row["options"]),
+        options=_options(row["options"]),
         status=row["status"],
         verdict=row["verdict"],
         explanation=row["explanation"],

@@ -163,7 +163,16 @@ def first_view(home: str) -> tuple[float, float]:
     figures = time.perf_counter() - start
 
     os.environ["DIVERGENCE_HOME"] = home
-    RunStore().add(RunRecord(run_dir.name, time.time(), "benchmark", "paste", str(run_dir), result.options.to_json()))
+    RunStore().add(
+        RunRecord(
+            id=run_dir.name,
+            created=time.time(),
+            name="benchmark",
+            origin="paste",
+            run_dir=str(run_dir),
+            options=result.options,
+        )
+    )
     AppTest.from_file(
         str(REPO / "app" / "web" / "main.py"), default_timeout=300
     ).run()  # imports, and the app starts its worker
@@ -182,7 +191,7 @@ def warm_worker(file: str, cache: str, home: str) -> tuple[float, dict]:
     """One check in a worker that is already running (its imports done; the Inductor cache warm from the CLI's runs)."""
     os.environ["DIVERGENCE_HOME"] = home
     sys.path.insert(0, str(REPO))
-    from engine import Runner
+    from engine import Runner, records
 
     source = (REPO / file).read_text()
     with Runner(cache_dir=Path(cache)) as runner:
@@ -190,7 +199,7 @@ def warm_worker(file: str, cache: str, home: str) -> tuple[float, dict]:
         start = time.perf_counter()
         result = runner.check(source, filename=file)
         elapsed = time.perf_counter() - start
-    return elapsed, result.to_json()
+    return elapsed, records.to_json(result)
 
 
 if __name__ == "__main__":

@@ -104,20 +104,20 @@ class CheckOptions:
     def with_inductor_config(self, **overrides: Any) -> CheckOptions:
         return self.replace(inductor_config={**self.inductor_config, **overrides})
 
-    def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["inductor_config"] = dict(self.inductor_config)
-        data["focus"] = list(self.focus)
-        return data
-
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], strict: bool = True) -> CheckOptions:
-        """Options from JSON; `strict=False` (stored runs of another version) drops names it does not know."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown and strict:
+    def parse(cls, data: Mapping[str, Any]) -> CheckOptions:
+        """Options a person wrote (a case's or a program's `[options]` table, a sweep's matrix): a name the engine
+        does not know is refused, and every value is read as its option's type. (Stored options are read by
+        engine.records, which passes over names a later version added.)"""
+        from engine import records
+
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
             raise OptionsError(f"unknown option(s): {', '.join(unknown)}")
-        return cls(**{k: v for k, v in data.items() if k in known})
+        try:
+            return records.from_json(cls, data)
+        except records.RecordError as exc:
+            raise OptionsError(exc.detail) from None
 
     def compile_kwargs(self, snippet_kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """torch.compile's keyword arguments: the snippet's own, overridden by the options that are set."""

@@ -122,53 +122,6 @@ class Provenance:
             return ()
         return self.kernels_of_node(self.outputs[index])
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "reason": self.reason,
-            "program": self.program,
-            "kernels": [
-                {
-                    **k.__dict__,
-                    "lines": [s.__dict__ for s in k.lines],
-                    "nodes": list(k.nodes),
-                    "source_nodes": list(k.source_nodes),
-                    "elsewhere": list(k.elsewhere),
-                    "wrapper_spans": [list(span) for span in k.wrapper_spans],
-                }
-                for k in self.kernels
-            ],
-            "nodes": [n.__dict__ for n in self.nodes],
-            "outputs": list(self.outputs),
-            "output_types": list(self.output_types),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Provenance:
-        kernels = tuple(
-            KernelOrigin(
-                k["name"],
-                int(k["handle"]),
-                tuple(k.get("nodes", ())),
-                tuple(k.get("source_nodes", ())),
-                tuple(SourceLine(int(s["line"]), s["code"]) for s in k.get("lines", ())),
-                tuple(k.get("elsewhere", ())),
-                tuple((int(a), int(b)) for a, b in k.get("wrapper_spans", ())),
-                bool(k.get("extern", False)),
-            )
-            for k in data.get("kernels", ())
-        )
-        nodes = tuple(NodeOrigin(n["name"], n["op"], n.get("line")) for n in data.get("nodes", ()))
-        return cls(
-            data.get("status", UNKNOWN),
-            data.get("reason", ""),
-            data.get("program", ""),
-            kernels,
-            nodes,
-            tuple(data.get("outputs", ())),
-            tuple(data.get("output_types", ())),
-        )
-
 
 def unknown(reason: str) -> Provenance:
     return Provenance(UNKNOWN, reason)

@@ -7,19 +7,18 @@ A result serializes to JSON (small: figures and text) plus the per-element array
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from engine import arrays as stored_arrays
+from engine import records
 from engine.judge.evidence import Fallback, Test
 from engine.judge.verdicts import ErrorKind, LeafKind, Nearer, Symptom, Verdict, Witness
+from engine.judge.witness import ScalarRounding  # stored in results; defined beside the faithful reference
 from engine.nodes import InsideReport
-from engine.judge.witness import ScalarRounding  # noqa: F401  (stored in results; defined beside the faithful reference)
 from engine.options import CheckOptions
 from engine.provenance import Provenance
 
@@ -147,6 +146,7 @@ class CheckResult:
         ScalarRounding, ...
     ] = ()  # what the faithful fp64 reference rounded as eager does, once each
     inside: InsideReport | None = None  # what the check found inside the program (engine/child/inside.py)
+    schema: int = SCHEMA_VERSION  # of result.json: a file of another version still opens (engine/records.py)
 
     def load_triton_cpu(self) -> CheckResult | None:
         """The Triton-on-CPU pass beside this check (interpreted Triton, not GPU Triton), if it ran."""
@@ -162,30 +162,15 @@ class CheckResult:
         for leaf in self.leaves:
             if leaf.name == name:
                 return leaf
-        raise KeyError(f"no leaf named {name!r}; leaves: {', '.join(l.name for l in self.leaves)}")
-
-    def to_json(self) -> dict[str, Any]:
-        data = _to_jsonable(self)
-        data["options"] = self.options.to_json()
-        data["schema"] = SCHEMA_VERSION
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
-        return _from_jsonable(cls, data)
+        raise KeyError(f"no leaf named {name!r}; leaves: {', '.join(leaf.name for leaf in self.leaves)}")
 
     def save(self, run_dir: Path) -> Path:
         """Write result.json into run_dir (arrays are written by the worker beside it)."""
-        run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / RESULT_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1))
-        tmp.replace(path)  # atomic: a reader never sees half a result
-        return path
+        return records.save(self, Path(run_dir) / RESULT_FILE)
 
     @classmethod
     def load(cls, run_dir: Path) -> CheckResult:
-        result = cls.from_json(json.loads((Path(run_dir) / RESULT_FILE).read_text()))
+        result = records.load(cls, Path(run_dir) / RESULT_FILE)
         return dataclasses.replace(result, run_dir=str(run_dir))
 
     def _repr_html_(self) -> str:
@@ -205,93 +190,3 @@ class CheckResult:
         if leaf.arrays is None or self.run_dir is None:
             return {}
         return stored_arrays.read_summary(Path(self.run_dir), leaf.arrays)
-
-
-def _to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Provenance):
-        return value.to_json()
-    if isinstance(value, (Verdict, ErrorKind, Symptom, LeafKind, Witness, Nearer)):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return [_to_jsonable(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return repr(value)  # JSON has no NaN or inf
-    return value
-
-
-def _from_jsonable(cls: Any, data: Mapping[str, Any]) -> Any:
-    hints = _FIELD_DECODERS.get(cls, {})
-    kwargs: dict[str, Any] = {}
-    names = {f.name for f in dataclasses.fields(cls)}
-    for name, raw in data.items():
-        if name not in names:
-            continue
-        decode = hints.get(name)
-        kwargs[name] = decode(raw) if decode is not None and raw is not None else raw
-    return cls(**kwargs)
-
-
-def _float(raw: Any) -> float:
-    return float(raw)
-
-
-def _opt_tuple(raw: Any) -> tuple[int, ...]:
-    return tuple(raw)
-
-
-_FIELD_DECODERS: dict[Any, dict[str, Any]] = {
-    LeafResult: {
-        "kind": LeafKind,
-        "verdict": Verdict,
-        "symptoms": lambda raw: tuple(Symptom(s) for s in raw),
-        "shape": _opt_tuple,
-        "compiled_shape": _opt_tuple,
-        "stride": _opt_tuple,
-        "compiled_stride": _opt_tuple,
-        "worst_index": _opt_tuple,
-        "max_abs": _float,
-        "max_rel": _float,
-        "max_ulp": _float,
-        "eager_ref_rms": _float,
-        "compiled_ref_rms": _float,
-        "eager_ref_max": _float,
-        "compiled_ref_max": _float,
-        "witness": Witness,
-        "nearer": Nearer,
-        "tests": lambda raw: tuple(
-            Test(t["name"], float(t["log10p"]), int(t["multiplicity"]), bool(t["effect"])) for t in raw
-        ),
-        "fallback": lambda raw: Fallback(
-            Verdict(raw["verdict"]), raw["explanation"], Nearer(raw["nearer"]) if raw["nearer"] else None
-        ),
-        "values_verdict": Verdict,
-    },
-    ErrorInfo: {"kind": ErrorKind},
-    Kernel: {},
-    OutputCode: {
-        "kernels": lambda raw: tuple(_from_jsonable(Kernel, k) for k in raw),
-        "provenance": Provenance.from_json,
-    },
-    GeneratedCode: {
-        "fx_graphs": tuple,
-        "output_code": lambda raw: tuple(_from_jsonable(OutputCode, o) for o in raw),
-        "graph_breaks": tuple,
-        "recompiles": tuple,
-    },
-    SeedOutcome: {"verdict": Verdict},
-    CheckResult: {
-        "verdict": Verdict,
-        "options": lambda raw: CheckOptions.from_json(raw, strict=False),
-        "leaves": lambda raw: tuple(_from_jsonable(LeafResult, l) for l in raw),
-        "error": lambda raw: _from_jsonable(ErrorInfo, raw),
-        "code": lambda raw: _from_jsonable(GeneratedCode, raw),
-        "seeds": lambda raw: tuple(_from_jsonable(SeedOutcome, s) for s in raw),
-        "notes": tuple,
-        "scalar_roundings": lambda raw: tuple(_from_jsonable(ScalarRounding, r) for r in raw),
-        "inside": InsideReport.from_json,
-    },
-}

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine import records
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.options import CheckOptions
 from engine.paths import home, inductor_cache_dir, new_run_dir
@@ -471,7 +472,7 @@ class Runner:
             "job": job.id,
             "source": source,
             "filename": filename,
-            "options": options.to_json(),
+            "options": records.to_json(options),
             "run_dir": str(run_dir),
         }
         with self._lock:

@@ -21,7 +21,6 @@ Candidates run in the engine's warm worker, never here.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import time
@@ -31,7 +30,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
-from engine import CheckOptions, CheckResult, LeafKind, Runner, Symptom, Verdict
+from engine import CheckOptions, CheckResult, LeafKind, Runner, Symptom, Verdict, records
 from engine.judge import mechanisms
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
 from minimizer.mechanism import GraphFacts, read_graphs
@@ -121,7 +120,7 @@ def kernel_set(result: CheckResult) -> tuple[str, ...]:
 def read_intermediates(run_dir: Path) -> IntermediatesReport | None:
     path = run_dir / INTERMEDIATES_FILE
     try:
-        return IntermediatesReport.from_json(json.loads(path.read_text()))
+        return records.load(IntermediatesReport, path)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -83,7 +83,11 @@ def stored_run(runner: Runner, divergence_home: Path) -> tuple[str, CheckResult]
     run_dir = divergence_home / "runs" / run_id
     options = CheckOptions(timeout_s=240)
     store = RunStore()
-    store.add(RunRecord(run_id, time.time(), "big softmax", "paste", str(run_dir), options.to_json()))
+    store.add(
+        RunRecord(
+            id=run_id, created=time.time(), name="big softmax", origin="paste", run_dir=str(run_dir), options=options
+        )
+    )
     result = runner.check(BIG, options, "snippet.py", run_dir=run_dir)
     store.finish(run_id, result.verdict.value, result.explanation)
     assert result.verdict in (Verdict.BENIGN, Verdict.MATCH), result.explanation
@@ -212,7 +216,16 @@ def test_a_run_stored_in_the_old_arrays_format_reopens_with_the_same_views(
     arrays["ulp"] = ulp_distance(arrays["eager"], arrays["compiled"], leaf.dtype)
     np.savez_compressed(old_dir / "arrays.npz", **{f"{leaf.arrays}/{kind}": value for kind, value in arrays.items()})
     shutil.rmtree(old_dir / "arrays")
-    RunStore().add(RunRecord(old_dir.name, time.time(), "old format", "paste", str(old_dir), result.options.to_json()))
+    RunStore().add(
+        RunRecord(
+            id=old_dir.name,
+            created=time.time(),
+            name="old format",
+            origin="paste",
+            run_dir=str(old_dir),
+            options=result.options,
+        )
+    )
 
     def views(run: str) -> tuple[str, str]:
         at = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -123,4 +123,4 @@ def test_minimize_tab_start_progress_stop_resume_and_download(
     assert not again.exception and any("**Minimized** — verified" in s.value for s in again.success)
     assert has_button(again, f"min_start:{run_id}")
     # with the budget it ran with, not the default (issue #35)
-    assert again.number_input(key=f"min_budget:{run_id}").value == 8 and outcome.settings["budget_s"] == 8
+    assert again.number_input(key=f"min_budget:{run_id}").value == 8 and outcome.settings.budget_s == 8

@@ -137,14 +137,22 @@ def test_ulp_histogram_counts_every_element():
     assert sum(fig.data[0].y) == ulp.size and fig.data[0].x[0] == "0 (identical)"
 
 
+BACKWARD = CheckOptions(backward=True)
+
+
 def test_store_round_trip_in_wal_mode(tmp_path: Path):
     store = RunStore(tmp_path / "app.sqlite")
-    store.add(RunRecord("r1", 1.0, "mine.py", "upload", str(tmp_path / "runs" / "r1"), {"backward": True}))
-    store.add(RunRecord("r2", 2.0, "pasted snippet", "paste", str(tmp_path / "runs" / "r2")))
+    r1 = RunRecord(
+        id="r1", created=1.0, name="mine.py", origin="upload", run_dir=str(tmp_path / "runs" / "r1"), options=BACKWARD
+    )
+    store.add(r1)
+    store.add(
+        RunRecord(id="r2", created=2.0, name="pasted snippet", origin="paste", run_dir=str(tmp_path / "runs" / "r2"))
+    )
     store.finish("r1", "divergent", "it differs")
     reopened = RunStore(tmp_path / "app.sqlite")  # a restarted app
     r1 = reopened.get("r1")
-    assert r1 is not None and (r1.status, r1.verdict, r1.options) == (DONE, "divergent", {"backward": True})
+    assert r1 is not None and (r1.status, r1.verdict, r1.options) == (DONE, "divergent", BACKWARD)
     assert [r.id for r in reopened.recent()] == ["r2", "r1"] and reopened.get("nope") is None
     with sqlite3.connect(tmp_path / "app.sqlite") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -160,14 +168,29 @@ def test_a_restarted_store_marks_what_dead_servers_left_running_as_interrupted(t
         runs = tmp_path / "runs"
         for run_id in ("finished", "cut", "wrote-result", "elsewhere"):
             (runs / run_id).mkdir(parents=True)
-        old.add(RunRecord("finished", 1.0, "a", "paste", str(runs / "finished"), session="s1"))
+        old.add(
+            RunRecord(
+                id="finished", created=1.0, name="a", origin="paste", run_dir=str(runs / "finished"), session="s1"
+            )
+        )
         old.finish("finished", "match", "bit-identical")
-        old.add(RunRecord("cut", 2.0, "b", "paste", str(runs / "cut"), session="s1"))
-        old.add(RunRecord("wrote-result", 3.0, "c", "paste", str(runs / "wrote-result"), session="s2"))
+        old.add(RunRecord(id="cut", created=2.0, name="b", origin="paste", run_dir=str(runs / "cut"), session="s1"))
+        old.add(
+            RunRecord(
+                id="wrote-result",
+                created=3.0,
+                name="c",
+                origin="paste",
+                run_dir=str(runs / "wrote-result"),
+                session="s2",
+            )
+        )
         (runs / "wrote-result" / "result.json").write_text(json.dumps({"verdict": "divergent", "explanation": "late"}))
         old.start_minimization("finished", "s1")
         other_server = RunStore(tmp_path / "app.sqlite", owner=live)
-        other_server.add(RunRecord("elsewhere", 4.0, "d", "paste", str(runs / "elsewhere")))
+        other_server.add(
+            RunRecord(id="elsewhere", created=4.0, name="d", origin="paste", run_dir=str(runs / "elsewhere"))
+        )
 
         restarted = RunStore(tmp_path / "app.sqlite")
         assert restarted.recover() == (["cut"], ["finished"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from engine import records
 from engine.judge.verdicts import LeafKind, Verdict
 from engine.localization.ablation import AblationReport, AblationRow
 from engine.localization.ablation import conclude as conclude_ladder
@@ -210,7 +211,7 @@ def test_a_conclusion_survives_its_json() -> None:
     check = _check(SENSOR_GRAPH, SENSOR_NODES, (_leaf("out[0]"),))
     loc = Localization(_ladder(), _lowering("remainder", 2), _node("aten.div.Tensor_mode", 6, "bucket = t // STEP"))
     loc = dataclasses.replace(loc, conclusion=conclude(loc, check, SENSOR))
-    again = Localization.from_json(loc.to_json())
+    again = records.from_json(Localization, records.dumps(loc))
     assert again.conclusion == loc.conclusion and isinstance(again.conclusion, Conclusion)
 
 

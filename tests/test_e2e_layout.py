@@ -58,7 +58,16 @@ def _record(runner: Any, run_id: str, name: str, source: str, options: Any, home
 
     run_dir = home / "runs" / run_id
     store = RunStore()
-    store.add(RunRecord(run_id, time.time(), name, "paste", str(run_dir), options.to_json(), session="layout"))
+    record = RunRecord(
+        id=run_id,
+        created=time.time(),
+        name=name,
+        origin="paste",
+        run_dir=str(run_dir),
+        options=options,
+        session="layout",
+    )
+    store.add(record)
     result = runner.check(source, options, "snippet.py", run_dir)
     store.finish(run_id, result.verdict.value, result.explanation)
     if localize:

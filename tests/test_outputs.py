@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import CheckOptions, LeafKind, LeafResult, OptionsError, Symptom, Verdict
+from engine import CheckOptions, LeafKind, LeafResult, OptionsError, Symptom, Verdict, records
 from engine import outputs as roles
 
 
@@ -60,7 +60,7 @@ def test_the_outputs_that_matter_lead_and_are_kept_with_the_run(tmp_path: Path) 
     assert roles.first_to_show(GPT2_LIKE, focus).name == "out.cache.layers[0].keys"
     assert roles.summary(GPT2_LIKE, ("out.logits",))[0] == "Outputs you marked: `out.logits` precision-cast"
     options = CheckOptions(focus=["out.logits"])  # the Python API; stored with the run as its options are
-    assert CheckOptions.from_json(options.to_json()).focus == ("out.logits",)
+    assert records.from_json(CheckOptions, records.to_json(options)).focus == ("out.logits",)
     with pytest.raises(OptionsError, match="focus must be leaf names"):
         CheckOptions(focus="out.logits")  # a string is not a list of names
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import io
-import json
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from app.cli.main import main as cli
-from engine import CheckOptions, CheckResult, Runner
+from engine import CheckOptions, CheckResult, Runner, records
 from engine.protocol import TRITON_CPU_WORKER_ENV
-from engine.provenance import TRACKED, UNKNOWN, Artifacts, build
+from engine.provenance import TRACKED, UNKNOWN, Artifacts, Provenance, build
 
 # three pointwise ops on three lines: one fused kernel
 FUSED = """import torch
@@ -151,4 +150,4 @@ def test_a_stale_record_is_refused_not_shown():
     assert stale.status == UNKNOWN and "do not match this program" in stale.reason and not stale.kernels[0].lines
     assert stale.kernels[0].nodes == ("relu",)  # the graph-level map stays true
     assert build(wrapper, ["cpp_fused_relu_0"], None, "snippet.py", "").status == UNKNOWN
-    assert json.loads(json.dumps(fresh.to_json())) == fresh.to_json()
+    assert records.from_json(Provenance, records.dumps(fresh)) == fresh

@@ -89,11 +89,11 @@ def test_a_check_whose_caller_is_gone_records_nothing(tmp_path):
     script = f"""
 import os
 from engine.child import worker
-from engine import CheckOptions
+from engine import CheckOptions, records
 read, write = os.pipe()
 os.close(read)  # the caller is gone
 request = {{"job": "j", "run_dir": {str(tmp_path / "run")!r}, "source": {SIMPLE!r}, "filename": "p.py",
-            "options": CheckOptions(backend="eager").to_json()}}
+            "options": records.to_json(CheckOptions(backend="eager"))}}
 worker._child(request, worker.Events(write))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 from app.store import RunStore
+from app.sweep.report import write_json
 from app.sweep.state import SweepState
 from app.web.minimize_job import DONE, load_outcome
+from engine import CheckOptions, records
 from engine.judge.verdicts import Nearer, Verdict, Witness
 from engine.localization.conclusion import Stage
 from engine.localization.localize import Localization
@@ -42,7 +44,7 @@ def stored(tmp_path: Path) -> Path:
 
 def written(record: Any) -> dict[str, Any]:
     """Today's serializer's JSON of a record, as a file would hold it."""
-    return json.loads(json.dumps(record.to_json()))
+    return json.loads(records.dumps(record))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -110,11 +112,9 @@ def test_a_localization_opens_with_its_conclusion_ladder_and_side_files(stored: 
     )
     assert loc.ablation is not None
     assert [row.verdict for row in loc.ablation.rows][:4] == [Verdict.MATCH] * 3 + [Verdict.DIVERGENT]
-    bisect = BisectReport.from_json(json.loads((stored / "localize/bisect/bisect.json").read_text()))
+    bisect = records.load(BisectReport, stored / "localize/bisect/bisect.json")
     assert (bisect.status, bisect.subsystem, bisect.debug_info) == ("found", "lowerings", "div")
-    report = IntermediatesReport.from_json(
-        json.loads((stored / "localize/intermediates/intermediates.json").read_text())
-    )
+    report = records.load(IntermediatesReport, stored / "localize/intermediates/intermediates.json")
     assert report.first is not None and report.first.node == "div"
 
 
@@ -130,12 +130,16 @@ def test_the_app_lists_the_stored_runs_and_their_minimization(stored: Path) -> N
     runs = {r.id: r for r in store.recent()}
     assert {(r.verdict, r.status) for r in runs.values()} == {("divergent", "done"), ("benign", "done")}
     floor_divide = runs["20261206-221413-b3e5aa71"]
-    assert floor_divide.session == "s1" and floor_divide.options["inside"] is True
+    assert floor_divide.session == "s1" and floor_divide.options == CheckOptions()  # a typed record now
     kept = store.minimization(floor_divide.id)
     assert kept is not None and kept.status == DONE
     outcome = load_outcome(stored / FLOOR_DIVIDE)
     assert outcome is not None and outcome.state == DONE and outcome.repro_verified
-    assert outcome.final_tokens < outcome.initial_tokens and outcome.settings["budget_s"] == 60
+    assert (
+        outcome.final_tokens < outcome.initial_tokens
+        and outcome.settings is not None
+        and outcome.settings.budget_s == 60
+    )
 
 
 def test_a_sweep_opens_with_its_jobs_and_bug(stored: Path) -> None:
@@ -154,28 +158,27 @@ def test_a_sweep_opens_with_its_jobs_and_bug(stored: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "path, load",
+    "path, kind",
     [
-        (f"{FLOOR_DIVIDE}/result.json", CheckResult.from_json),
-        (f"{BF16}/result.json", CheckResult.from_json),
-        ("localize/localization.json", Localization.from_json),
-        ("localize/bisect/bisect.json", BisectReport.from_json),
-        ("localize/intermediates/intermediates.json", IntermediatesReport.from_json),
-        ("probes/probes.json", ProbeReport.from_json),
+        (f"{FLOOR_DIVIDE}/result.json", CheckResult),
+        (f"{BF16}/result.json", CheckResult),
+        ("localize/localization.json", Localization),
+        ("localize/bisect/bisect.json", BisectReport),
+        ("localize/intermediates/intermediates.json", IntermediatesReport),
+        ("probes/probes.json", ProbeReport),
     ],
 )
-def test_what_a_file_held_is_written_back(stored: Path, path: str, load: Any) -> None:
+def test_what_a_file_held_is_written_back(stored: Path, path: str, kind: type) -> None:
     data = json.loads((stored / path).read_text())
-    assert missing(data, written(load(data))) == []
+    assert missing(data, written(records.load(kind, stored / path))) == []
 
 
 def test_a_minimization_outcome_and_the_sweep_report_are_written_back(stored: Path) -> None:
     outcome = json.loads((stored / FLOOR_DIVIDE / "minimize/outcome.json").read_text())
     assert missing(outcome, json.loads(json.dumps(dataclasses.asdict(load_outcome(stored / FLOOR_DIVIDE))))) == []
     report = json.loads((stored / "sweep/sweep.json").read_text())
-    state = SweepState(stored / "sweep")
-    assert missing(report["jobs"], [written(row) for row in state.by_severity()]) == []
-    assert missing(report["bugs"], [written(bug) for bug in state.bugs()]) == []
+    again = json.loads(write_json(SweepState(stored / "sweep"), stored / "again.json").read_text())
+    assert missing({k: report[k] for k in ("jobs", "bugs", "meta", "counts")}, again) == []
 
 
 def test_missing_names_what_was_lost() -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from engine import records
 from engine.options import BACKENDS, CAST_DTYPES, CheckOptions, OptionsError
 
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(render(report))
         if args.json:
-            args.json.write_text(json.dumps(report.to_json(), indent=1))
+            records.save(report, args.json)
         return 1 if report.diverging else 2 if any(o.status is ProbeStatus.ERROR for o in report.outcomes) else 0
     from engine.localization.localize import localize_file
     from engine.localization.localize import render as render_localization
@@ -94,5 +94,5 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(render_localization(loc))
     if args.json:
-        args.json.write_text(json.dumps(loc.to_json(), indent=1))
+        records.save(loc, args.json)
     return 0

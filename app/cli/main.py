@@ -11,6 +11,7 @@ from typing import Any
 
 from app.cli.arguments import config_pair
 from engine import arrays as stored_arrays
+from engine import records
 from engine.options import BACKENDS, CAST_DTYPES, MODES, CheckOptions, OptionsError
 from engine.result import CheckResult
 
@@ -211,7 +212,7 @@ def options_from_args(args: argparse.Namespace) -> CheckOptions:
 
 
 def write_json(result: CheckResult, out: Path) -> None:
-    data = result.to_json()
+    data = records.to_json(result)
     target = out.with_suffix(".npz")
     keys = [leaf.arrays for leaf in result.leaves if leaf.arrays is not None]
     if result.run_dir and stored_arrays.export(Path(result.run_dir), keys, target):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.sweep.jobs import JobSpec
+from engine import records
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
 from engine.result import CheckResult
 from minimizer.oracle import signature_of
@@ -41,7 +42,7 @@ def localization_spec(spec: JobSpec) -> JobSpec:
 
 def stored_report(run_dir: Path) -> IntermediatesReport | None:
     try:
-        return IntermediatesReport.from_json(json.loads((run_dir / INTERMEDIATES_FILE).read_text()))
+        return records.load(IntermediatesReport, run_dir / INTERMEDIATES_FILE)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

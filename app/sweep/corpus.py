@@ -187,7 +187,7 @@ def _sibling_options(path: Path) -> Mapping[str, Any]:
         return {}
     try:
         raw = tomllib.loads(toml.read_text()).get("options", {})
-        CheckOptions.from_json(raw)  # validated here, so a bad table is named before anything runs
+        CheckOptions.parse(raw)  # validated here, so a bad table is named before anything runs
     except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, OptionsError, TypeError) as exc:
         raise ValueError(f"its {toml.name} has unusable [options] ({exc}); fix it or move it away") from None
     return dict(raw)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.sweep.pytorch_check import AccuracyRule
+from engine import records
 from engine.judge.verdicts import Verdict
 from engine.options import CheckOptions
 from engine.result import CheckResult
@@ -48,7 +49,7 @@ class JobSpec:
 
 
 def job_key(program: str, options: CheckOptions) -> str:
-    defining = {k: v for k, v in options.to_json().items() if k not in LIMITS}
+    defining = {k: v for k, v in records.to_json(options).items() if k not in LIMITS}
     text = json.dumps({"program": program, "options": defining}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -74,16 +75,6 @@ class JobOutcome:
     @property
     def run_id(self) -> str:
         return Path(self.run_dir).name
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["verdict"] = self.verdict.value
-        data["symptoms"] = list(self.symptoms)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> JobOutcome:
-        return cls(**{**data, "verdict": Verdict(data["verdict"]), "symptoms": tuple(data.get("symptoms", ()))})
 
 
 def outcome_of(result: CheckResult, run_dir: Path | str, seconds: float, where: str) -> JobOutcome:

@@ -74,7 +74,7 @@ class Cell:
                 data[_OPTION_NAMES.get(key, key)] = value
         data["inductor_config"] = config
         try:
-            return CheckOptions.from_json(data)
+            return CheckOptions.parse(data)
         except (OptionsError, TypeError) as exc:
             raise MatrixError(f"{self.label or 'the base options'}: {exc}") from None
 

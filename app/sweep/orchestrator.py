@@ -355,16 +355,16 @@ class _Invocation:
             return
         name = spec.name + (f" [{spec.label}]" if spec.label else "")
         record = RunRecord(
-            outcome.run_id,
-            time.time() - outcome.seconds,
-            name,
-            f"sweep:{self.sweep_name}",
-            outcome.run_dir,
-            spec.options.to_json(),
-            RUN_DONE,
-            outcome.verdict.value,
-            outcome.explanation,
-            time.time(),
+            id=outcome.run_id,
+            created=time.time() - outcome.seconds,
+            name=name,
+            origin=f"sweep:{self.sweep_name}",
+            run_dir=outcome.run_dir,
+            options=spec.options,
+            status=RUN_DONE,
+            verdict=outcome.verdict.value,
+            explanation=outcome.explanation,
+            finished=time.time(),
         )
         try:
             self._store.add(record)

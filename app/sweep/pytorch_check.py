@@ -24,9 +24,8 @@ Importing this module imports neither torch nor numpy; `judge` imports torch whe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +62,6 @@ class AccuracyRule:
         )
         return f"the inductor OpInfo test's assertEqual ({tolerances}, equal_nan=True, exact dtype) against its reference cast to the output's dtype"
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None and not (k == "values" and v)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> AccuracyRule | None:
-        return cls(**data) if data else None
-
 
 def harness_rule(backward: bool = False) -> AccuracyRule:
     return AccuracyRule(SAME, tol=HARNESS_TRAINING_TOL if backward else HARNESS_TOL)
@@ -89,25 +81,6 @@ class PyTorchCheck:
     # the leaves where one side flags and the other does not: (leaf, our verdict, theirs), at most MAX_LISTED
     disagreements: tuple[tuple[str, str, str], ...] = ()
     note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["disagreements"] = [list(d) for d in self.disagreements]
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PyTorchCheck:
-        return cls(
-            **{
-                **data,
-                "failed": tuple(data.get("failed", ())),
-                "unjudged": tuple(data.get("unjudged", ())),
-                "disagreements": tuple(tuple(d) for d in data.get("disagreements", ())),
-            }
-        )  # type: ignore[arg-type]
-
-    def dumps(self) -> str:
-        return json.dumps(self.to_json())
 
 
 @dataclass(frozen=True)

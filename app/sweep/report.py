@@ -19,6 +19,7 @@ from typing import Any
 from app.sweep.jobs import SEVERITY_ORDER
 from app.sweep.pytorch_check import FAIL, PASS, UNAVAILABLE, disagrees
 from app.sweep.state import DONE, BugRow, JobRow, SweepState
+from engine import records
 
 JSON_FILE = "sweep.json"
 REPORT_FILE = "report.html"
@@ -180,8 +181,8 @@ def write_json(state: SweepState, path: Path | None = None) -> Path:
         "meta": state.meta(),
         **summary(state),
         "pytorch_check": _crosstab_json(state.by_severity()),
-        "jobs": [r.to_json() for r in state.by_severity()],
-        "bugs": [b.to_json() for b in state.bugs()],
+        "jobs": [{**records.to_json(r), "run_id": r.run_id} for r in state.by_severity()],
+        "bugs": [records.to_json(b) for b in state.bugs()],
     }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1, default=str))

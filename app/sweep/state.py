@@ -27,7 +27,9 @@ from typing import Any
 
 from app.sweep.jobs import SEVERITY_ORDER, JobOutcome, JobSpec, outcome_of
 from app.sweep.pytorch_check import PyTorchCheck
+from engine import records
 from engine.judge.verdicts import ErrorKind, Verdict
+from engine.options import CheckOptions
 from engine.result import RESULT_FILE, CheckResult
 
 STATE_FILE = "sweep.sqlite"
@@ -95,7 +97,7 @@ class JobRow:
     position: int
     program: str
     label: str
-    options: dict[str, Any]
+    options: CheckOptions
     status: str
     verdict: str | None
     error_kind: str | None
@@ -122,13 +124,6 @@ class JobRow:
     def run_id(self) -> str | None:
         return Path(self.run_dir).name if self.run_dir else None
 
-    def to_json(self) -> dict[str, Any]:
-        data = dict(self.__dict__)
-        data["symptoms"] = list(self.symptoms)
-        data["run_id"] = self.run_id
-        data["pytorch_detail"] = self.pytorch_detail.to_json() if self.pytorch_detail is not None else None
-        return data
-
 
 @dataclass(frozen=True)
 class BugRow:
@@ -141,9 +136,6 @@ class BugRow:
     tokens_after: int | None
     repro: str | None  # path of the minimized repro.py
     finished: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def severity_rank(verdict: str | None) -> int:
@@ -279,7 +271,7 @@ class SweepState:
                                 spec.position,
                                 spec.program,
                                 spec.label,
-                                json.dumps(spec.options.to_json()),
+                                records.dumps(spec.options),
                                 spec.source_sha,
                                 PENDING,
                                 info,
@@ -295,7 +287,7 @@ class SweepState:
                     # the limits are not part of the key: keep the ones this run was given
                     conn.execute(
                         "UPDATE jobs SET position = ?, label = ?, options = ?, info = ? WHERE key = ?",
-                        (spec.position, spec.label, json.dumps(spec.options.to_json()), info, spec.key),
+                        (spec.position, spec.label, records.dumps(spec.options), info, spec.key),
                     )
                     if redo:
                         conn.execute(
@@ -359,7 +351,9 @@ class SweepState:
 
     def set_pytorch(self, key: str, check: PyTorchCheck) -> None:
         """PyTorch's own check of a finished job, beside our verdict."""
-        self._write("UPDATE jobs SET pytorch = ?, pytorch_detail = ? WHERE key = ?", (check.status, check.dumps(), key))
+        self._write(
+            "UPDATE jobs SET pytorch = ?, pytorch_detail = ? WHERE key = ?", (check.status, records.dumps(check), key)
+        )
 
     def unstart(self, key: str) -> None:
         """A job handed out but not finished (the sweep is stopping): pending again, its partial run forgotten."""
@@ -458,7 +452,7 @@ def _job(row: sqlite3.Row) -> JobRow:
         position=row["position"],
         program=row["program"],
         label=row["label"],
-        options=json.loads(row["options"]),
+        options=_options(row["options"]),
         status=row["status"],
         verdict=row["verdict"],
         error_kind=row["error_kind"],
@@ -474,11 +468,17 @@ def _job(row: sqlite3.Row) -> JobRow:
         bug=row["bug"],
         peak_rss_mb=_column(row, "peak_rss_mb"),
         pytorch=_column(row, "pytorch"),
-        pytorch_detail=PyTorchCheck.from_json(json.loads(detail))
-        if (detail := _column(row, "pytorch_detail"))
-        else None,
+        pytorch_detail=records.from_json(PyTorchCheck, detail) if (detail := _column(row, "pytorch_detail")) else None,
         info=json.loads(info) if (info := _column(row, "info")) else None,
     )
+
+
+def _options(text: str) -> CheckOptions:
+    """A job's options; the defaults where they cannot be read (the job still lists, and its result has its own)."""
+    try:
+        return records.from_json(CheckOptions, text)
+    except records.RecordError:
+        return CheckOptions()
 
 
 def _column(row: sqlite3.Row, name: str) -> Any:

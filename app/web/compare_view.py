@@ -15,7 +15,7 @@ import streamlit as st
 
 from app.store import RunRecord
 from app.web import running
-from engine import CheckResult
+from engine import CheckResult, records
 from engine import outputs as leaf_roles
 from engine.judge.headline import headline as verdict_headline
 
@@ -109,7 +109,7 @@ def _program(record: RunRecord) -> str | None:
 
 
 def _settings_diff(a: CheckResult, b: CheckResult) -> list[str]:
-    x, y = a.options.to_json(), b.options.to_json()
+    x, y = records.to_json(a.options), records.to_json(b.options)
     return [
         f"{k}: {json.dumps(x.get(k))} → {json.dumps(y.get(k))}"
         for k in sorted(set(x) | set(y))

@@ -294,12 +294,12 @@ def _open_instrumented(record: RunRecord, run_dir: str) -> None:
     store = running.store()
     store.add(
         RunRecord(
-            run_id,
-            time.time(),
-            f"{record.name} · intermediates exposed",
-            f"localize:{record.id}",
-            run_dir,
-            dict(record.options),
+            id=run_id,
+            created=time.time(),
+            name=f"{record.name} · intermediates exposed",
+            origin=f"localize:{record.id}",
+            run_dir=run_dir,
+            options=record.options,
             session=running.session(),
         )
     )

@@ -23,7 +23,7 @@ from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 from app import gallery  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
 from app.web import compare_view, editor, options_form, result_view, running, sweeps_page  # noqa: E402
-from engine import CheckOptions, OptionsError  # noqa: E402
+from engine import OptionsError  # noqa: E402
 
 # what the run list's marks mean (result_view.ICON and run_icon)
 RUN_LEGEND = (
@@ -127,7 +127,7 @@ def _fill_editor(run_id: str) -> None:
     if record is not None and snippet is not None and snippet.exists():
         result_view.load_snippet(snippet.read_text(), record)
         try:
-            options_form.fill(st.session_state, CheckOptions.from_json(dict(record.options), strict=False))
+            options_form.fill(st.session_state, record.options)
         except (OptionsError, TypeError, ValueError):
             pass  # the run's program still loads; its settings stay the defaults
 

@@ -15,16 +15,15 @@ killed candidates as uninteresting. The best candidate so far is already checkpo
 
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner
+from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner, records
 from minimizer import ReduceProgress, measure
 from minimizer.minimize import MinimizeResult, minimize
 from minimizer.oracle import NotReproducible
@@ -47,7 +46,7 @@ class Stopped(Exception):
     """The user pressed Stop."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     budget_s: float = 300.0  # for the reduction; establishing, verifying and the ablation come on top
     use_graph: bool = True
@@ -55,7 +54,7 @@ class Settings:
     ablation: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     """How a minimization ended: what the tab shows, and what is kept in the run's directory."""
 
@@ -78,7 +77,7 @@ class Outcome:
     report: str | None = None
     notes: tuple[str, ...] = ()
     title: str | None = None  # the issue's title: GitHub's title field (the report is the body)
-    settings: dict[str, Any] | None = None  # what it ran with (Settings as a dict): a reopened run shows them
+    settings: Settings | None = None  # what it ran with: a reopened run shows them
 
 
 @dataclass(frozen=True)
@@ -293,26 +292,26 @@ class MinimizeJob:
             else "finished, but the repro is NOT verified (see the notes)"
         )
         return Outcome(
-            DONE,
-            message,
-            time.time(),
-            r.elapsed_s,
-            r.oracle_calls,
-            r.initial.tokens,
-            r.final.tokens,
-            r.initial.lines,
-            r.final.lines,
-            r.initial.torch_ops,
-            r.final.torch_ops,
-            r.confirmed,
-            r.repro_verified,
-            r.repro_output,
-            r.minimized,
-            r.repro,
-            r.report,
-            r.notes,
-            r.title,
-            asdict(self.settings),
+            state=DONE,
+            message=message,
+            finished=time.time(),
+            elapsed_s=r.elapsed_s,
+            oracle_calls=r.oracle_calls,
+            initial_tokens=r.initial.tokens,
+            final_tokens=r.final.tokens,
+            initial_lines=r.initial.lines,
+            final_lines=r.final.lines,
+            initial_ops=r.initial.torch_ops,
+            final_ops=r.final.torch_ops,
+            confirmed=r.confirmed,
+            repro_verified=r.repro_verified,
+            repro_output=r.repro_output,
+            minimized=r.minimized,
+            repro=r.repro,
+            report=r.report,
+            notes=r.notes,
+            title=r.title,
+            settings=self.settings,
         )
 
     def _ended(self, state: str, message: str) -> Outcome:
@@ -332,20 +331,20 @@ class MinimizeJob:
             )
         calls = snap.progress.oracle_calls if snap.progress is not None else 0
         return Outcome(
-            state,
-            message,
-            time.time(),
-            snap.elapsed_s,
-            calls,
-            start.tokens,
-            final.tokens,
-            start.lines,
-            final.lines,
-            start.torch_ops,
-            final.torch_ops,
+            state=state,
+            message=message,
+            finished=time.time(),
+            elapsed_s=snap.elapsed_s,
+            oracle_calls=calls,
+            initial_tokens=start.tokens,
+            final_tokens=final.tokens,
+            initial_lines=start.lines,
+            final_lines=final.lines,
+            initial_ops=start.torch_ops,
+            final_ops=final.torch_ops,
             minimized=best or "",
             notes=snap.notes,
-            settings=asdict(self.settings),
+            settings=self.settings,
         )
 
 
@@ -360,18 +359,12 @@ def save_outcome(run_dir: Path, outcome: Outcome) -> None:
         (out / SNIPPET_FILE).write_text(outcome.minimized)
     if outcome.report is not None:
         (out / ISSUE_FILE).write_text(outcome.report)
-    tmp = out / (OUTCOME_FILE + ".tmp")
-    tmp.write_text(json.dumps(asdict(outcome), indent=1))
-    tmp.replace(out / OUTCOME_FILE)
+    records.save(outcome, out / OUTCOME_FILE)
 
 
 def load_outcome(run_dir: Path) -> Outcome | None:
     """The last minimization kept in a run's directory, or None."""
-    path = Path(run_dir) / OUT_DIR / OUTCOME_FILE
     try:
-        data = json.loads(path.read_text())
-        data["notes"] = tuple(data.get("notes", ()))
-        known = {f.name for f in fields(Outcome)}
-        return Outcome(**{k: v for k, v in data.items() if k in known})
-    except (OSError, ValueError, TypeError):
+        return records.load(Outcome, Path(run_dir) / OUT_DIR / OUTCOME_FILE)
+    except (OSError, records.RecordError):
         return None

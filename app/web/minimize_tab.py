@@ -82,12 +82,7 @@ def _stop(run_id: str) -> None:
 def _show_settings_it_ran_with(run_id: str, job: MinimizeJob | None, outcome: Outcome | None) -> None:
     """A minimization running or kept shows the settings it ran with, not the defaults (once per session: a change
     the user makes afterwards stays)."""
-    settings = job.settings if job is not None else None
-    if settings is None and outcome is not None and outcome.settings:
-        try:
-            settings = Settings(**outcome.settings)
-        except TypeError:
-            settings = None
+    settings = job.settings if job is not None else outcome.settings if outcome is not None else None
     state = st.session_state
     seeded = state.get(f"min_seeded:{run_id}")
     if settings is not None and seeded != "ran":

@@ -98,12 +98,12 @@ def _open(record: RunRecord, outcome: ProbeOutcome) -> None:
     store = running.store()
     store.add(
         RunRecord(
-            probe_id,
-            time.time(),
-            f"{record.name} · probe {outcome.kind.value}",
-            f"probe:{record.id}",
-            outcome.run_dir,
-            outcome.options.to_json(),
+            id=probe_id,
+            created=time.time(),
+            name=f"{record.name} · probe {outcome.kind.value}",
+            origin=f"probe:{record.id}",
+            run_dir=outcome.run_dir,
+            options=outcome.options,
             session=running.session(),
         )
     )

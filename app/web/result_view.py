@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import math
 import re
 import sys
@@ -19,7 +18,7 @@ from app import gallery
 from app.store import RunRecord
 from app.web import code_view, compare_view, localize_tab, minimize_tab, probes_tab, running, triton_pass
 from app.web import heatmap as hm
-from engine import CheckResult, ErrorInfo, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict
+from engine import CheckResult, ErrorInfo, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict, records
 from engine import outputs as leaf_roles
 from engine.judge.headline import headline as verdict_headline
 
@@ -343,7 +342,7 @@ def render_run(record: RunRecord, result: CheckResult) -> None:
     about_case(record)
     if ":" not in record.id:
         side_by_side(record, result)
-    with_triton = triton_pass.requested(record.options) or result.triton_cpu is not None
+    with_triton = record.options.triton_cpu or result.triton_cpu is not None
     tri = triton_pass.load(result) if with_triton else None
     if with_triton:
         triton_caption(tri)
@@ -905,4 +904,4 @@ def details_tab(result: CheckResult) -> None:
             " warm worker)"
         )
     st.markdown("**Options**")
-    st.code(json.dumps(result.options.to_json(), indent=1), language="json")
+    st.code(records.dumps(result.options, indent=1), language="json")

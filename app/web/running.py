@@ -94,7 +94,16 @@ def submit(source: str, filename: str, options: CheckOptions, name: str, origin:
     if options.triton_cpu:
         triton_pass.warm()
     run_id = Path(job.run_dir).name
-    store().add(RunRecord(run_id, time.time(), name, origin, str(job.run_dir), options.to_json(), session=session))
+    record = RunRecord(
+        id=run_id,
+        created=time.time(),
+        name=name,
+        origin=origin,
+        run_dir=str(job.run_dir),
+        options=options,
+        session=session,
+    )
+    store().add(record)
     return Active(
         job, run_id, name, source=source, filename=filename, triton_options=options if options.triton_cpu else None
     )

@@ -132,11 +132,6 @@ def outcome(tri: CheckResult) -> str:
     return f"could not run ({tri.error.kind.value})"
 
 
-def requested(options: object) -> bool:
-    """Whether a run's stored options (a dict from CheckOptions.to_json) asked for the pass."""
-    return bool(isinstance(options, dict) and options.get("triton_cpu"))
-
-
 def load(result: CheckResult) -> CheckResult | None:
     """A stored run's Triton-on-CPU pass, or None when none was attached or it cannot be read."""
     try:

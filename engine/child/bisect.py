@@ -6,11 +6,11 @@ bisector must never run anywhere else), and writes bisect.json for the caller si
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from engine import records
 from engine.child.errors import StageError
 from engine.child.execution import Run, merge_outcomes, run_program, run_repro
 from engine.judge.verdicts import Verdict
@@ -30,11 +30,7 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     targets = {l.name for l in result.leaves if l.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
     out = run_dir / BISECT_FILE
     if not targets:
-        out.write_text(
-            json.dumps(
-                BisectReport("not-divergent", explanation=f"nothing to bisect: {result.verdict.value}").to_json()
-            )
-        )
+        records.save(BisectReport("not-divergent", explanation=f"nothing to bisect: {result.verdict.value}"), out)
         return
     seed = max(result.seeds, key=lambda s: s.verdict.severity).seed if result.seeds else run.options.seed
     calls = [0]
@@ -71,7 +67,7 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
                 seconds=time.monotonic() - started,
                 explanation=f"the bisector raised {type(exc).__name__}: {exc}",
             )
-            out.write_text(json.dumps(report.to_json()))
+            records.save(report, out)
             return
     torch._dynamo.reset()
     if found is None:
@@ -103,7 +99,7 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
             narrowed_op=narrowed[1],
             narrow_calls=calls[0] - before,
         )
-    out.write_text(json.dumps(report.to_json()))
+    records.save(report, out)
 
 
 def _names_no_op(backend: str | None, subsystem: str | None) -> bool:

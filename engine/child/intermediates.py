@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import records
 from engine.child.capture import capture_generated_code
 from engine.child.errors import StageError
 from engine.child.execution import Run, merge_outcomes, run_program, run_repro
@@ -57,7 +57,7 @@ def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
             report = IntermediatesReport(
                 "failed", f"{type(exc).__name__}: {exc}", notes=(traceback.format_exc()[-2000:],)
             )
-    out.write_text(json.dumps(report.to_json()))
+    records.save(report, out)
 
 
 def _localize(

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine import records
 from engine.protocol import OUTPUT_LOG
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
@@ -80,7 +81,7 @@ def _child(request: dict[str, Any], events: Events) -> None:
         from engine.child.sandbox import confine
         from engine.options import CheckOptions
 
-        options = CheckOptions.from_json(request["options"])
+        options = records.from_json(CheckOptions, request["options"])
         cpu = options.device == "cpu" or not torch.cuda.is_available()
         _limit_resources(options.memory_limit_mb, limit_address_space=cpu)
         cpu_seconds = int(options.timeout_s * 2) + 30  # compile work counts; the wall-time limit is the caller's

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engine.judge.verdicts import Verdict
 from engine.options import CheckOptions
@@ -46,13 +45,6 @@ class AblationRow:
     explanation: str
     run_dir: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "config": dict(self.config), "verdict": self.verdict.value}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AblationRow:
-        return cls(**{**data, "verdict": Verdict(data["verdict"]), "config": dict(data["config"])})
-
 
 @dataclass(frozen=True)
 class AblationReport:
@@ -63,23 +55,6 @@ class AblationReport:
 
     def row(self, setting: str) -> AblationRow:
         return next(r for r in self.rows if r.setting == setting)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rows": [r.to_json() for r in self.rows],
-            "first_diverging": self.first_diverging,
-            "layer": self.layer,
-            "conclusion": self.conclusion,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AblationReport:
-        return cls(
-            tuple(AblationRow.from_json(r) for r in data["rows"]),
-            data.get("first_diverging"),
-            data["layer"],
-            data["conclusion"],
-        )
 
 
 def _diverges(verdict: Verdict) -> bool:

@@ -10,9 +10,9 @@ This is the caller side (no torch); the child side is engine/child/bisect.py.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from engine import records
 from engine.judge.verdicts import Verdict
 from engine.localization.reports import BISECT_FILE, BisectReport
 from engine.options import CheckOptions
@@ -39,7 +39,7 @@ def bisect(
     assert result.run_dir is not None
     path = Path(result.run_dir) / BISECT_FILE
     if path.exists():
-        report = BisectReport.from_json(json.loads(path.read_text()))
+        report = records.load(BisectReport, path)
         return BisectReport(**{**report.__dict__, "run_dir": result.run_dir})
     if result.verdict is Verdict.ERROR:
         return BisectReport("failed", explanation=result.explanation, run_dir=result.run_dir)

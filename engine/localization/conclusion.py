@@ -21,7 +21,6 @@ Pure: no torch, no runs. It reads the records the steps wrote and the check's ow
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -85,18 +84,6 @@ class Finding:
     site: Site | None = None
     agrees: bool | None = None  # None: the step names no op (or did not run)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "says": self.says,
-            "site": self.site.to_json() if self.site else None,
-            "agrees": self.agrees,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Finding:
-        return cls(str(data["step"]), str(data["says"]), Site.from_json(data.get("site")), data.get("agrees"))
-
 
 @dataclass(frozen=True)
 class Conclusion:
@@ -115,29 +102,6 @@ class Conclusion:
     @property
     def line(self) -> int | None:
         return self.site.line if self.site else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "stage": self.stage.value,
-            "site": self.site.to_json() if self.site else None,
-            "also": [s.to_json() for s in self.also],
-            "sentence": self.sentence,
-            "next_step": self.next_step,
-            "findings": [f.to_json() for f in self.findings],
-            "workaround": self.workaround,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Conclusion:
-        return cls(
-            Stage(data["stage"]),
-            Site.from_json(data.get("site")),
-            tuple(s for s in (Site.from_json(x) for x in data.get("also", ())) if s is not None),
-            str(data["sentence"]),
-            str(data["next_step"]),
-            tuple(Finding.from_json(f) for f in data.get("findings", ())),
-            data.get("workaround"),
-        )
 
 
 def conclude(loc: Localization, check: CheckResult | None = None, program: str = "") -> Conclusion:

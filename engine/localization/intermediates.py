@@ -22,9 +22,9 @@ This is the caller side (no torch); the child side is engine/child/intermediates
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from engine import records
 from engine.judge.verdicts import Verdict
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
 from engine.options import CheckOptions
@@ -46,7 +46,7 @@ def first_diverging_intermediate(
     assert result.run_dir is not None
     path = Path(result.run_dir) / INTERMEDIATES_FILE
     if path.exists():
-        report = IntermediatesReport.from_json(json.loads(path.read_text()))
+        report = records.load(IntermediatesReport, path)
         return IntermediatesReport(**{**report.__dict__, "run_dir": result.run_dir})
     return IntermediatesReport(
         "failed",

@@ -8,12 +8,12 @@ this module only orchestrates and gathers their reports into one `Localization`,
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import records
 from engine.localization.ablation import AblationReport, ablate
 from engine.localization.bisector import bisect
 from engine.localization.conclusion import Conclusion, conclude
@@ -47,34 +47,12 @@ class Localization:
             parts.append(f"intermediates: {self.intermediates.explanation}")
         return "\n".join(parts) or "nothing was run"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ablation": self.ablation.to_json() if self.ablation else None,
-            "bisect": self.bisect.to_json() if self.bisect else None,
-            "intermediates": self.intermediates.to_json() if self.intermediates else None,
-            "directory": self.directory,
-            "conclusion": self.conclusion.to_json() if self.conclusion else None,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Localization:
-        return cls(
-            AblationReport.from_json(data["ablation"]) if data.get("ablation") else None,
-            BisectReport.from_json(data["bisect"]) if data.get("bisect") else None,
-            IntermediatesReport.from_json(data["intermediates"]) if data.get("intermediates") else None,
-            data.get("directory"),
-            Conclusion.from_json(data["conclusion"]) if data.get("conclusion") else None,
-        )
-
     def save(self, directory: Path) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / LOCALIZATION_FILE
-        path.write_text(json.dumps(self.to_json(), indent=1))
-        return path
+        return records.save(self, Path(directory) / LOCALIZATION_FILE)
 
     @classmethod
     def load(cls, directory: Path) -> Localization:
-        return cls.from_json(json.loads((Path(directory) / LOCALIZATION_FILE).read_text()))
+        return records.load(cls, Path(directory) / LOCALIZATION_FILE)
 
 
 def localize(

@@ -12,13 +12,13 @@ Caller side: imports no torch.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from engine import records
 from engine.judge.verdicts import ErrorKind, Verdict
 from engine.options import CheckOptions
 from engine.paths import new_run_dir
@@ -75,33 +75,6 @@ class ProbeOutcome:
     failing_seed: int | None = None  # the seed (or first call's seed) whose inputs diverge
     first_divergent_leaf: str | None = None  # e.g. "call1: out" when only the second call diverges
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind.value,
-            "description": self.description,
-            "status": self.status.value,
-            "verdict": self.verdict.value,
-            "explanation": self.explanation,
-            "options": self.options.to_json(),
-            "run_dir": self.run_dir,
-            "failing_seed": self.failing_seed,
-            "first_divergent_leaf": self.first_divergent_leaf,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ProbeOutcome:
-        return cls(
-            kind=ProbeKind(data["kind"]),
-            description=data["description"],
-            status=ProbeStatus(data["status"]),
-            verdict=Verdict(data["verdict"]),
-            explanation=data["explanation"],
-            options=CheckOptions.from_json(data["options"]),
-            run_dir=data.get("run_dir"),
-            failing_seed=data.get("failing_seed"),
-            first_divergent_leaf=data.get("first_divergent_leaf"),
-        )
-
 
 @dataclass(frozen=True)
 class ProbeReport:
@@ -124,22 +97,12 @@ class ProbeReport:
         worst = ", ".join(o.kind.value for o in self.diverging)
         return f"{len(self.outcomes)} probes: {tally}" + (f"; diverging: {worst}" if worst else "")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"outcomes": [o.to_json() for o in self.outcomes], "directory": self.directory}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ProbeReport:
-        return cls(tuple(ProbeOutcome.from_json(o) for o in data["outcomes"]), data.get("directory"))
-
     def save(self, directory: Path) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / PROBES_FILE
-        path.write_text(json.dumps(self.to_json(), indent=1))
-        return path
+        return records.save(self, Path(directory) / PROBES_FILE)
 
     @classmethod
     def load(cls, directory: Path) -> ProbeReport:
-        return cls.from_json(json.loads((Path(directory) / PROBES_FILE).read_text()))
+        return records.load(cls, Path(directory) / PROBES_FILE)
 
 
 def probe_options(kind: ProbeKind, base: CheckOptions, seeds: int = 3) -> CheckOptions:
@@ -182,7 +145,7 @@ def outcome_of(kind: ProbeKind, description: str, options: CheckOptions, result:
     if status is ProbeStatus.DIVERGES:
         bad = [s for s in result.seeds if s.verdict is Verdict.DIVERGENT]
         failing_seed = bad[0].seed if bad else options.seed
-        first = next((l for l in result.leaves if l.verdict is Verdict.DIVERGENT), None)
+        first = next((leaf for leaf in result.leaves if leaf.verdict is Verdict.DIVERGENT), None)
         first_leaf = first.name if first is not None else None
         if first_leaf and first_leaf.startswith("call") and ":" in first_leaf:
             failing_seed = failing_seed + int(first_leaf[4 : first_leaf.index(":")])  # call k runs on seed + k

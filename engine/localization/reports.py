@@ -6,9 +6,7 @@ JSON into the run directory; the caller half (engine/localization/) reads it bac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from engine.nodes import NodeDiff, NodeSite  # noqa: F401  (the intermediates step's records; defined with the check's)
 
@@ -35,14 +33,6 @@ class BisectReport:
     narrowed_number: int | None = None
     narrowed_op: str | None = None
     narrow_calls: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BisectReport:
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def explain(
@@ -81,19 +71,3 @@ class IntermediatesReport:
     graph_code: str = ""  # the ATen graph that was compared, readable
     run_dir: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        data = dict(self.__dict__)
-        data["first"] = self.first.to_json() if self.first else None
-        data["diverging_nodes"] = list(self.diverging_nodes)
-        data["notes"] = list(self.notes)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> IntermediatesReport:
-        known = set(cls.__dataclass_fields__)
-        kwargs = {k: v for k, v in data.items() if k in known}
-        kwargs["first"] = NodeDiff.from_json(data["first"]) if data.get("first") else None
-        kwargs["diverging_nodes"] = tuple(data.get("diverging_nodes", ()))
-        kwargs["notes"] = tuple(data.get("notes", ()))
-        return cls(**kwargs)

@@ -68,16 +68,6 @@ class Site:
         code = self.code.strip()
         return f"`{code}` (line {self.line}, {self.op})" if code else f"line {self.line} ({self.op})"
 
-    def to_json(self) -> dict[str, object]:
-        return {"op": self.op, "line": self.line, "code": self.code}
-
-    @classmethod
-    def from_json(cls, data: dict[str, object] | None) -> Site | None:
-        if not data:
-            return None
-        line = data.get("line")
-        return cls(str(data.get("op", "")), int(line) if isinstance(line, int) else None, str(data.get("code", "")))
-
 
 def short_name(op: str) -> str:
     parts = op.split(".")
