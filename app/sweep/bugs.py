@@ -63,7 +63,10 @@ def bug_of(spec: JobSpec, result: CheckResult, report: IntermediatesReport | Non
     elif spec.info.get("op"):
         # one op_db op split into programs of 100 samples is one program cut for time, not unrelated programs
         identity = ["zoo op", spec.info["op"], signature.kind.value, symptoms, leaf.dtype, device]
-        description = f"{spec.info['op']}: its samples diverge ({where}); no diverging node found ({status}), so one bug for the op"
+        description = (
+            f"{spec.info['op']}: its samples diverge ({where}); no diverging node found ({status}), so one bug for"
+            " the op"
+        )
     else:
         identity = [
             "program",
@@ -75,6 +78,9 @@ def bug_of(spec: JobSpec, result: CheckResult, report: IntermediatesReport | Non
             leaf.dtype,
             device,
         ]
-        description = f"{spec.name}: leaf `{signature.leaf}` diverges ({where}); no diverging node found ({status}), so its own bug"
+        description = (
+            f"{spec.name}: leaf `{signature.leaf}` diverges ({where}); no diverging node found ({status}), so its"
+            " own bug"
+        )
     digest = hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()[:12]
     return Bug(digest, description)

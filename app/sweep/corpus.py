@@ -48,7 +48,8 @@ class Program:
     options: Mapping[str, Any] = field(default_factory=dict)  # a sibling .toml's [options], as CheckOptions JSON
     accuracy: AccuracyRule | None = None  # PyTorch's own check for its jobs (zoo programs)
     info: Mapping[str, Any] = field(default_factory=dict)  # what the report shows beside its jobs (zoo programs)
-    # a zoo program's smaller programs, to run when it ends in an error as a whole (app.sweep.sources.base.ZooProgram.parts)
+    # a zoo program's smaller programs, to run when it ends in an error as a whole
+    # (app.sweep.sources.base.ZooProgram.parts)
     parts: Callable[[], Sequence[Program]] | None = field(default=None, compare=False, repr=False)
     # PyTorch's own reference for its leaves (app.sweep.sources.base.ZooProgram.pytorch_reference)
     pytorch_reference: Callable[[], PyTorchReference] | None = field(default=None, compare=False, repr=False)

@@ -97,7 +97,8 @@ def parse_axis(text: str) -> Axis:
         values = tuple(_option_value(key, v.strip()) for v in raw.split(","))
     else:
         raise MatrixError(
-            f"--matrix {text!r}: unknown option {key!r}; use one of {', '.join(KEYS)}, or config.NAME for an Inductor config entry"
+            f"--matrix {text!r}: unknown option {key!r}; use one of {', '.join(KEYS)}, or config.NAME for an Inductor"
+            " config entry"
         )
     unique = tuple(dict.fromkeys(values))  # a value given twice would make two jobs with one key
     return Axis(key, unique)
@@ -108,9 +109,10 @@ def cells(axes: Sequence[Axis]) -> list[Cell]:
     keys = [a.key for a in axes]
     if len(set(keys)) != len(keys):
         raise MatrixError(
-            f"--matrix names {', '.join(sorted({k for k in keys if keys.count(k) > 1}))} twice; give all values in one KEY=V1,V2"
+            f"--matrix names {', '.join(sorted({k for k in keys if keys.count(k) > 1}))} twice; give all values in one"
+            " KEY=V1,V2"
         )
-    return [Cell(tuple(zip(keys, combo))) for combo in itertools.product(*(a.values for a in axes))]
+    return [Cell(tuple(zip(keys, combo, strict=True))) for combo in itertools.product(*(a.values for a in axes))]
 
 
 def _option_value(key: str, raw: str) -> Any:

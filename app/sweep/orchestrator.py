@@ -290,7 +290,8 @@ class _Invocation:
             )
             if not self._pytorch_warned:
                 self.progress.note(
-                    f"note: PyTorch's check could not be computed for {spec.name} ({type(exc).__name__}: {exc}); the sweep carries on"
+                    f"note: PyTorch's check could not be computed for {spec.name} ({type(exc).__name__}: {exc}); the"
+                    " sweep carries on"
                 )
                 self._pytorch_warned = True
         self.state.set_pytorch(spec.key, check)
@@ -384,7 +385,8 @@ class _Invocation:
                 self._assign_bug(spec, rows[spec.key], bug_rules.stored_report(localize_root / spec.key))
         if fresh:
             self.progress.note(
-                f"grouping {len(fresh)} divergent job{'s' if len(fresh) != 1 else ''} by bug: localizing the first diverging node of each"
+                f"grouping {len(fresh)} divergent job{'s' if len(fresh) != 1 else ''} by bug: localizing the first"
+                " diverging node of each"
             )
             tasks = [CheckTask(bug_rules.localization_spec(s), localize_root / s.key) for s in fresh]
             self.pool.run_checks(
@@ -536,6 +538,7 @@ def print_summary(summary: SweepSummary, stream: Any = None) -> None:
         f"\n{len(summary.jobs)} jobs: {shown}; {summary.ran} checked now in {duration(summary.elapsed_s)}", file=stream
     )
     print(
-        f"sweep directory: {summary.sweep_dir}  ({report.JSON_FILE}{', ' + str(summary.report_path) if summary.report_path else ''})",
+        f"sweep directory: {summary.sweep_dir} "
+        f" ({report.JSON_FILE}{', ' + str(summary.report_path) if summary.report_path else ''})",
         file=stream,
     )

@@ -52,15 +52,24 @@ class AccuracyRule:
 
     def describe(self) -> str:
         if self.kind == SAME:
-            return f"torch._dynamo.utils.same(tol={self.tol:g}, equal_nan=True) against fp64, as the dynamo benchmark harness"
+            return (
+                f"torch._dynamo.utils.same(tol={self.tol:g}, equal_nan=True) against fp64, as the dynamo benchmark"
+                " harness"
+            )
         if not self.values:
-            return "the inductor OpInfo test's metadata check (shape, dtype, strides, layout; it compares no values of this op)"
+            return (
+                "the inductor OpInfo test's metadata check (shape, dtype, strides, layout; it compares no values of"
+                " this op)"
+            )
         tolerances = (
             "assertEqual's defaults for the dtype"
             if self.rtol is None and self.atol is None
             else f"rtol={self.rtol:g}, atol={self.atol:g}"
         )
-        return f"the inductor OpInfo test's assertEqual ({tolerances}, equal_nan=True, exact dtype) against its reference cast to the output's dtype"
+        return (
+            f"the inductor OpInfo test's assertEqual ({tolerances}, equal_nan=True, exact dtype) against its reference"
+            " cast to the output's dtype"
+        )
 
 
 def harness_rule(backward: bool = False) -> AccuracyRule:
@@ -132,9 +141,7 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
         kinds.add(LeafKind.GRADIENT)  # the harness's training mode compares gradients
     compare = _Comparer(rule, reference or PyTorchReference())
     compare.no_fp64 = any("fp64 reference unavailable" in n for n in result.notes)
-    failed, unjudged, disagreements = [], [], []
-    crosstab: dict[str, int] = {}
-    compared = 0
+    tally = _Tally()
     for leaf in result.leaves:
         if leaf.kind not in kinds or (
             leaf.shape is None and leaf.eager_value == "None" and leaf.compiled_value == "None"
@@ -142,22 +149,50 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
             continue  # same() walks a ModelOutput's fields that are set: a field None on both sides is no leaf of its
         if reference is not None and leaf.name in reference.uncompared:
             continue
-        outcome = compare.leaf(result, leaf)
+        tally.add(leaf, compare.leaf(result, leaf))
+    if not tally.compared:
+        return PyTorchCheck(
+            description, UNAVAILABLE, unjudged=tuple(tally.unjudged), note="no output it can compare was stored"
+        )
+    return PyTorchCheck(
+        description,
+        FAIL if tally.failed else PASS,
+        tally.compared,
+        tuple(tally.failed),
+        tuple(tally.unjudged),
+        tally.crosstab,
+        tuple(tally.disagreements),
+        "; ".join(_notes(rule, reference, compare, tally.unjudged)),
+    )
+
+
+@dataclass
+class _Tally:
+    """PyTorch's outcome on each leaf, gathered: what PyTorchCheck reports."""
+
+    compared: int = 0
+    failed: list[str] = field(default_factory=list)
+    unjudged: list[str] = field(default_factory=list)  # leaves whose arrays were not stored
+    crosstab: dict[str, int] = field(default_factory=dict)  # "our verdict|theirs" -> leaves
+    disagreements: list[tuple[str, str, str]] = field(default_factory=list)  # the first MAX_LISTED
+
+    def add(self, leaf: Any, outcome: bool | None) -> None:
         if outcome is None:
-            unjudged.append(leaf.name)
-            continue
-        compared += 1
+            self.unjudged.append(leaf.name)
+            return
+        self.compared += 1
         theirs = PASS if outcome else FAIL
         if not outcome:
-            failed.append(leaf.name)
+            self.failed.append(leaf.name)
         key = f"{leaf.verdict.value}|{theirs}"
-        crosstab[key] = crosstab.get(key, 0) + 1
-        if disagrees(leaf.verdict.value, theirs) and len(disagreements) < MAX_LISTED:
-            disagreements.append((leaf.name, leaf.verdict.value, theirs))
-    if not compared:
-        return PyTorchCheck(
-            description, UNAVAILABLE, unjudged=tuple(unjudged), note="no output it can compare was stored"
-        )
+        self.crosstab[key] = self.crosstab.get(key, 0) + 1
+        if disagrees(leaf.verdict.value, theirs) and len(self.disagreements) < MAX_LISTED:
+            self.disagreements.append((leaf.name, leaf.verdict.value, theirs))
+
+
+def _notes(
+    rule: AccuracyRule, reference: PyTorchReference | None, compare: _Comparer, unjudged: list[str]
+) -> list[str]:
     notes = []
     if rule.kind == OPINFO and rule.values:
         own = f"{compare.own} leaves against {reference.describe}" if reference is not None and compare.own else ""
@@ -167,16 +202,7 @@ def judge(rule: AccuracyRule, run_dir: Path | str, reference: PyTorchReference |
         notes.append("no fp64 reference: same() with cos_similarity=True, as the harness where its fp64 run fails")
     if unjudged:
         notes.append(f"{len(unjudged)} leaves not judged (their arrays were above the storage limit)")
-    return PyTorchCheck(
-        description,
-        FAIL if failed else PASS,
-        compared,
-        tuple(failed),
-        tuple(unjudged),
-        crosstab,
-        tuple(disagreements),
-        "; ".join(notes),
-    )
+    return notes
 
 
 class _Comparer:
@@ -217,25 +243,34 @@ class _Comparer:
         )
         ref = self._tensor(arrays["ref"], _wide(leaf.dtype), leaf.shape) if "ref" in arrays else None
         if self.rule.kind == SAME:
-            from torch._dynamo.utils import same
+            return self._same(eager, compiled, ref)
+        return self._assert_equal(leaf.name, eager, compiled, ref)
 
-            # the harness switches to cosine similarity where it cannot make an fp64 reference (check_accuracy)
-            cosine = ref is None and self.no_fp64
-            try:
-                return bool(
-                    same(
-                        eager,
-                        compiled,
-                        fp64_ref=ref,
-                        tol=self.rule.tol,
-                        equal_nan=True,
-                        cos_similarity=cosine,
-                        log_error=lambda *a, **k: None,
-                    )
+    def _same(self, eager: Any, compiled: Any, ref: Any) -> bool:
+        """The dynamo benchmark harness's accuracy check (torch._dynamo.utils.same)."""
+        from torch._dynamo.utils import same
+
+        # the harness switches to cosine similarity where it cannot make an fp64 reference (check_accuracy)
+        cosine = ref is None and self.no_fp64
+        try:
+            return bool(
+                same(
+                    eager,
+                    compiled,
+                    fp64_ref=ref,
+                    tol=self.rule.tol,
+                    equal_nan=True,
+                    cos_similarity=cosine,
+                    log_error=lambda *a, **k: None,
                 )
-            except Exception:  # the harness counts an exception in same() as fail_accuracy
-                return False
-        expected = self._own(leaf.name, eager)
+            )
+        except Exception:  # the harness counts an exception in same() as fail_accuracy
+            return False
+
+    def _assert_equal(self, name: str, eager: Any, compiled: Any, ref: Any) -> bool:
+        """The inductor OpInfo test's assertEqual: against the source's own reference where it makes one, else the
+        check's fp64 reference (or eager), cast to the output's dtype."""
+        expected = self._own(name, eager)
         if expected is None:
             self.fp64 += 1
             expected = ref if ref is not None else eager

@@ -98,6 +98,21 @@ def unpack(data: bytes, run_dir: Path) -> None:
         tar.extractall(run_dir, filter="data")  # nothing outside run_dir, no links out of it
 
 
+def _connect(ray: Any, address: str | None, slots: int | None) -> bool:
+    """Start a local Ray instance or reach a cluster; whether this process started it (False where a caller, a
+    test or a notebook, had connected already)."""
+    if ray.is_initialized():
+        return False
+    try:
+        if address in (None, "local"):
+            ray.init(address="local", num_cpus=slots or default_slots(), include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise RayUnavailable(f"could not start or reach Ray at {address or 'a local instance'}: {exc}") from None
+    return True
+
+
 class RayPool:
     """Actors on a Ray cluster: a local instance (`address` None or "local"), or an existing cluster."""
 
@@ -113,20 +128,7 @@ class RayPool:
         except ImportError:
             raise RayUnavailable("--ray needs Ray: pip install -e '.[ray]' (or pip install ray)") from None
         self._ray = ray
-        self.owned = False
-        if not ray.is_initialized():  # a caller (a test, a notebook) may have connected already
-            try:
-                if address in (None, "local"):
-                    ray.init(
-                        address="local", num_cpus=slots or default_slots(), include_dashboard=False, log_to_driver=False
-                    )
-                else:
-                    ray.init(address=address, log_to_driver=False)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise RayUnavailable(
-                    f"could not start or reach Ray at {address or 'a local instance'}: {exc}"
-                ) from None
-            self.owned = True
+        self.owned = _connect(ray, address, slots)
         resources = ray.cluster_resources()
         gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
         count = slots or gpus or cpus
@@ -156,13 +158,17 @@ class RayPool:
         except Exception as exc:
             self.close()
             raise RayUnavailable(
-                f"the Ray actors did not start ({type(exc).__name__}: {_first_line(exc)}); every node needs divergence-explorer "
-                "installed in the Python that Ray runs (docs/ray.md: 'A sweep on a multi-GPU Ray cluster')"
+                f"the Ray actors did not start ({type(exc).__name__}: {_first_line(exc)}); every node needs"
+                " divergence-explorer installed in the Python that Ray runs (docs/ray.md: 'A sweep on a multi-GPU Ray"
+                " cluster')"
             ) from None
         nodes = len({w.split(" pid ")[0] for w in where})
+        local = self.owned and address in (None, "local")
+        place = "a local Ray instance" if local else "Ray at " + (address or "the connected cluster")
         self.description = (
             f"{count} Ray actor{'s' if count != 1 else ''} on {nodes} node{'s' if nodes != 1 else ''}"
-            f"{', one GPU each' if gpus else ''} ({'a local Ray instance' if self.owned and address in (None, 'local') else 'Ray at ' + (address or 'the connected cluster')})"
+            f"{', one GPU each' if gpus else ''}"
+            f" ({place})"
         )
 
     def run_checks(
@@ -253,7 +259,10 @@ class RayPool:
 
     def _lost_check(self, task: CheckTask, exc: BaseException, seconds: float, killed: int) -> JobOutcome:
         if killed:
-            why = f"stopped answering past its {task.spec.options.timeout_s:g} s timeout plus {BACKSTOP_S:g} s and was killed, on each of its {ATTEMPTS} attempts"
+            why = (
+                f"stopped answering past its {task.spec.options.timeout_s:g} s timeout plus {BACKSTOP_S:g} s and was"
+                f" killed, on each of its {ATTEMPTS} attempts"
+            )
         else:
             why = f"died on each of its {ATTEMPTS} attempts (killed, out of memory, or its node was lost)"
         message = f"the Ray actor running this check {why}; Ray said: {type(exc).__name__}: {_first_line(exc)}"

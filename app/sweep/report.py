@@ -75,7 +75,10 @@ def table_text(rows: Sequence[JobRow], bugs: Sequence[BugRow] = (), limit: int =
         for r in rows[:limit]
     ]
     widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *body]]
+    lines = [
+        "  ".join(str(cell).ljust(w) for cell, w in zip(line, widths, strict=False)).rstrip()
+        for line in [header, *body]
+    ]
     if len(rows) > limit:
         lines.append(f"... and {len(rows) - limit} more (less severe) jobs: all are in {JSON_FILE}")
     for bug in bugs:
@@ -156,7 +159,8 @@ def disagreement_text(rows: Sequence[JobRow], limit: int = TABLE_ROWS) -> str:
         lines.append("no disagreement: where one flags, so does the other")
         return "\n".join(lines)
     lines.append(
-        f"where they disagree ({len(found)} jobs; ours `divergent` where PyTorch's passes: it misses a bug; ours anything else where it fails: it flags noise, or a drift ours explains):"
+        f"where they disagree ({len(found)} jobs; ours `divergent` where PyTorch's passes: it misses a bug; ours"
+        " anything else where it fails: it flags noise, or a drift ours explains):"
     )
     for r in found[:limit]:
         detail = r.pytorch_detail
@@ -166,7 +170,8 @@ def disagreement_text(rows: Sequence[JobRow], limit: int = TABLE_ROWS) -> str:
             more = len(detail.disagreements) - 1
             example = f"  e.g. {leaf}: ours {ours}, PyTorch's {theirs}" + (f" (+{more} more)" if more else "")
         lines.append(
-            f"  {r.verdict:<14} PyTorch's {pytorch_text(r):<12} {r.name}{' [' + r.label + ']' if r.label else ''}{example}"
+            f"  {r.verdict:<14} PyTorch's {pytorch_text(r):<12}"
+            f" {r.name}{' [' + r.label + ']' if r.label else ''}{example}"
         )
     if len(found) > limit:
         lines.append(f"  ... and {len(found) - limit} more: all are in {JSON_FILE}")
@@ -207,6 +212,12 @@ def write_html(state: SweepState, path: Path | None = None) -> Path:
     return path
 
 
+NO_BUGS = (
+    '<p class="muted">No bugs grouped: run the sweep with --minimize to group divergent jobs by bug and minimize'
+    " each.</p>"
+)
+
+
 def render_html(state: SweepState) -> str:
     meta = state.meta()
     rows = state.by_severity()
@@ -228,10 +239,7 @@ def render_html(state: SweepState) -> str:
     pytorch = any(r.pytorch is not None for r in rows)
     job_rows = "\n".join(_job_row(r, pytorch) for r in rows)
     agreement = _agreement_html(rows)
-    bug_rows = (
-        "\n".join(_bug_row(b, state) for b in bugs)
-        or '<p class="muted">No bugs grouped: run the sweep with --minimize to group divergent jobs by bug and minimize each.</p>'
-    )
+    bug_rows = "\n".join(_bug_row(b, state) for b in bugs) or NO_BUGS
     command = html.escape(" ".join(meta.get("command", [])) or "divergence sweep")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Divergence sweep: {html.escape(state.dir.name)}</title>
@@ -266,7 +274,7 @@ function f() {{
 </script>
 <p class="muted">{total if totals["total"] else 0} jobs. Each run opens with <code>divergence show RUN_DIR</code> or in the app (<code>?run=RUN_ID</code>) on the machine that ran the sweep.</p>
 </body></html>
-"""
+"""  # noqa: E501  (the page's HTML, one element a line)
 
 
 def _job_row(r: JobRow, pytorch: bool = False) -> str:
@@ -282,12 +290,19 @@ def _job_row(r: JobRow, pytorch: bool = False) -> str:
         )
         theirs = f'<td title="{title}">{html.escape(pytorch_text(r))}</td>'
     return (
-        f'<tr data-v="{html.escape(verdict or "")}"><td class="v" style="color:{colour}">{html.escape(verdict or "")}{kind}</td>'
+        f'<tr data-v="{html.escape(verdict or "")}"><td class="v"'
+        f' style="color:{colour}">{html.escape(verdict or "")}{kind}</td>'
         f'<td title="{html.escape(r.program)}">{html.escape(r.name)}</td><td>{html.escape(r.label or "-")}</td>'
-        f"<td>{html.escape(r.worst_leaf or '-')}</td><td>{ulp_text(r)}</td><td>{f'{r.seconds:.1f}' if r.seconds is not None else '-'}</td>"
+        f"<td>{html.escape(r.worst_leaf or '-')}</td><td>{ulp_text(r)}</td>"
+        f"<td>{f'{r.seconds:.1f}' if r.seconds is not None else '-'}</td>"
         f"<td>{f'{r.peak_rss_mb:.0f}' if r.peak_rss_mb is not None else '-'}</td>{theirs}"
         f"<td><code>{html.escape(r.run_id or '-')}</code></td><td>{html.escape(r.explanation or '')}</td></tr>"
     )
+
+
+def _disagreements(r: JobRow) -> str:
+    found = r.pytorch_detail.disagreements if r.pytorch_detail else ()
+    return "; ".join(f"{leaf}: ours {o}, theirs {t}" for leaf, o, t in found[:3])
 
 
 def _agreement_html(rows: Sequence[JobRow]) -> str:
@@ -301,12 +316,15 @@ def _agreement_html(rows: Sequence[JobRow]) -> str:
         body = "".join(
             f"<tr><td>{v}</td>" + "".join(f"<td>{n}</td>" for n in row) + "</tr>" for v, row in crosstab_rows(counts)
         )
-        return f'<table style="width:auto;display:inline-table;margin-right:2em"><thead><tr><th>{what}</th>{head}</tr></thead><tbody>{body}</tbody></table>'
+        return (
+            '<table style="width:auto;display:inline-table;margin-right:2em">'
+            f"<thead><tr><th>{what}</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+        )
 
     found = disagreeing(rows)
     items = "".join(
-        f"<tr><td>{html.escape(r.verdict or '')}</td><td>{html.escape(pytorch_text(r))}</td><td>{html.escape(r.name)}</td>"
-        f"<td>{html.escape('; '.join(f'{leaf}: ours {o}, theirs {t}' for leaf, o, t in (r.pytorch_detail.disagreements if r.pytorch_detail else ())[:3]))}</td></tr>"
+        f"<tr><td>{html.escape(r.verdict or '')}</td><td>{html.escape(pytorch_text(r))}</td>"
+        f"<td>{html.escape(r.name)}</td><td>{html.escape(_disagreements(r))}</td></tr>"
         for r in found
     )
     rules = "; ".join(sorted({r.pytorch_detail.rule for r in rows if r.pytorch_detail is not None}))
@@ -329,6 +347,7 @@ def _bug_row(b: BugRow, state: SweepState) -> str:
         repro = f"<details><summary>repro.py</summary><pre>{html.escape(Path(b.repro).read_text())}</pre></details>"
     names = ", ".join(sorted({html.escape(r.name + (" " + r.label if r.label else "")) for r in jobs}))
     return (
-        f"<h3><code>{b.id}</code> {html.escape(b.description)}</h3><p>{len(jobs)} job{'s' if len(jobs) != 1 else ''}: {names}<br>"
-        f"minimization <b>{html.escape(b.status)}</b>{': ' + html.escape(b.message) if b.message else ''}</p>{repro}"
+        f"<h3><code>{b.id}</code> {html.escape(b.description)}</h3><p>{len(jobs)} job{'s' if len(jobs) != 1 else ''}:"
+        f" {names}<br>minimization"
+        f" <b>{html.escape(b.status)}</b>{': ' + html.escape(b.message) if b.message else ''}</p>{repro}"
     )

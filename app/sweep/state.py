@@ -158,7 +158,8 @@ class SweepState:
             except BlockingIOError:
                 os.close(fd)
                 raise SweepBusy(
-                    f"another sweep is running in {self.dir} (it holds {self.dir / LOCK_FILE}); wait for it or choose another -o"
+                    f"another sweep is running in {self.dir} (it holds {self.dir / LOCK_FILE}); wait for it or choose"
+                    " another -o"
                 ) from None
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
@@ -265,7 +266,8 @@ class SweepState:
                     info = json.dumps(dict(spec.info)) if spec.info else None
                     if row is None:
                         conn.execute(
-                            "INSERT INTO jobs (key, position, program, label, options, source_sha, status, info) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            "INSERT INTO jobs (key, position, program, label, options, source_sha, status, info) VALUES"
+                            " (?, ?, ?, ?, ?, ?, ?, ?)",
                             (
                                 spec.key,
                                 spec.position,
@@ -291,7 +293,8 @@ class SweepState:
                     )
                     if redo:
                         conn.execute(
-                            "UPDATE jobs SET status = ?, source_sha = ?, bug = NULL, pytorch = NULL, pytorch_detail = NULL WHERE key = ?",
+                            "UPDATE jobs SET status = ?, source_sha = ?, bug = NULL, pytorch = NULL, pytorch_detail ="
+                            " NULL WHERE key = ?",
                             (PENDING, spec.source_sha, spec.key),
                         )
                         todo.append(spec)
@@ -328,9 +331,9 @@ class SweepState:
 
     def finish(self, key: str, outcome: JobOutcome) -> None:
         self._write(
-            "UPDATE jobs SET status = ?, verdict = ?, error_kind = ?, explanation = ?, worst_leaf = ?, worst_ulp = ?, max_abs = ?,"
-            " symptoms = ?, seconds = ?, run_dir = ?, where_ran = ?, finished = ?, bug = NULL, peak_rss_mb = ?, pytorch = NULL,"
-            " pytorch_detail = NULL WHERE key = ?",
+            "UPDATE jobs SET status = ?, verdict = ?, error_kind = ?, explanation = ?, worst_leaf = ?, worst_ulp = ?,"
+            " max_abs = ?, symptoms = ?, seconds = ?, run_dir = ?, where_ran = ?, finished = ?, bug = NULL, peak_rss_mb"
+            " = ?, pytorch = NULL, pytorch_detail = NULL WHERE key = ?",
             (
                 DONE,
                 outcome.verdict.value,
@@ -412,7 +415,8 @@ class SweepState:
         repro: str | None = None,
     ) -> None:
         self._write(
-            "UPDATE bugs SET status = ?, message = ?, tokens_before = ?, tokens_after = ?, repro = ?, finished = ? WHERE id = ?",
+            "UPDATE bugs SET status = ?, message = ?, tokens_before = ?, tokens_after = ?, repro = ?, finished = ?"
+            " WHERE id = ?",
             (status, message, tokens_before, tokens_after, repro, time.time(), bug_id),
         )
 

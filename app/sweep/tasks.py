@@ -116,7 +116,10 @@ def minimize_on(runner: Runner, task: MinimizeTask, work_dir: Path, checkpoint_r
     verdict = "repro verified in a fresh process" if result.repro_verified else "repro NOT verified in a fresh process"
     if not result.confirmed:
         verdict += "; FLAKY: the final candidate did not reproduce when re-checked"
-    message = f"{alone}{before} -> {after} tokens ({result.initial.lines} -> {result.final.lines} lines) in {result.elapsed_s:.0f} s, {result.oracle_calls} checks; {verdict}"
+    message = (
+        f"{alone}{before} -> {after} tokens ({result.initial.lines} -> {result.final.lines} lines) in"
+        f" {result.elapsed_s:.0f} s, {result.oracle_calls} checks; {verdict}"
+    )
     return MinimizeOutcome(
         "done", message, before, after, result.minimized, result.repro, result.report, result.repro_verified
     )

@@ -41,7 +41,8 @@ class Architecture:
     small: Mapping[str, Any]  # config keyword arguments, small
     base: Mapping[str, Any]  # config keyword arguments, realistic
     base_is: str  # the checkpoint whose shape `base` has, or "scaled"
-    inputs: str  # "ids", "pixels", "audio", "seq2seq" (encoder and decoder ids) or "speech2seq" (mel features and decoder ids)
+    # "ids", "pixels", "audio", "seq2seq" (encoder and decoder ids) or "speech2seq" (mel features and decoder ids)
+    inputs: str
     cache: bool = False  # a decoder: `use_cache` applies
     notes: str = ""
     base_inputs: Mapping[str, int] = field(
@@ -393,7 +394,7 @@ config = {config}({kwargs})
 
 def inputs():
     return ({inputs},)
-'''
+'''  # noqa: E501  (the program's own docstring line)
 
 
 def programs(selection: Selection) -> Sequence[ZooProgram]:
@@ -497,7 +498,10 @@ def _call(arch: Architecture, size: str, kwargs: Mapping[str, Any]) -> tuple[str
 
 SOURCE = Source(
     prefix="hf",
-    summary=f"Hugging Face architectures from their configs, random weights: hf:[small|base][+cache][:ARCH,...] ({', '.join(NAMES)})",
+    summary=(
+        "Hugging Face architectures from their configs, random weights: hf:[small|base][+cache][:ARCH,...]"
+        f" ({', '.join(NAMES)})"
+    ),
     flavours=("small", "base", "small+cache", "base+cache"),
     programs=programs,
     needs="transformers",

@@ -49,7 +49,7 @@ fn = Modules().train({training})
 
 def inputs():
     return ({{f"input[{{i}}]": (i, list(c.forward_input.args), dict(c.forward_input.kwargs)) for i, c in enumerate(CASES) if SAMPLES is None or i in SAMPLES}},)
-'''
+'''  # noqa: E501  (lines of the program it writes)
 
 
 def _module_db() -> Any:

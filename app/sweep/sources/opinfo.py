@@ -72,7 +72,7 @@ def inputs():
     # kwargs travel as inputs, so the fp64 reference, the clones and the mutation checks reach their tensors
     samples = {make}
     return ({{f"sample[{{i}}]": ([s.input, *s.args], dict(s.kwargs)) for i, s in enumerate(samples) if SAMPLES is None or i in SAMPLES}},)
-'''
+'''  # noqa: E501  (lines of the program it writes)
 
 
 def _op_db() -> Any:
@@ -136,7 +136,8 @@ def programs(selection: Selection) -> Sequence[ZooProgram]:
             count = 0  # its one program ends in the error that says why
         if count <= CHUNK:
             found.append(_program(op, key, selection, dtype_name, short, torch.__version__))
-        else:  # max_pool2d has 1,440 samples: one graph of them all compiles for minutes, and past the timeout loses all
+        else:
+            # max_pool2d has 1,440 samples: one graph of them all compiles for minutes, and past the timeout loses all
             found.extend(
                 _program(op, key, selection, dtype_name, short, torch.__version__, range(a, min(a + CHUNK, count)))
                 for a in range(0, count, CHUNK)
@@ -189,26 +190,8 @@ def _program(
     """Every sample of the op (`samples` None), a chunk of them, or one `sample` alone (a part)."""
     variant = flavour_parts(selection.flavour)[1]
     lists = opinfo_lists.entries(key)
-    rtol, atol, values = opinfo_lists.tolerances(key, short)
-    decorated, override = decorations(op, dtype_name)
-    if (
-        override is not None
-    ):  # assertEqual takes the larger of the test's tolerance (or its default) and op_db's override
-        default_rtol, default_atol = opinfo_lists.ASSERT_DEFAULTS.get(short, (0.0, 0.0))
-        rtol, atol = (
-            max(default_rtol if rtol is None else rtol, override[0]),
-            max(default_atol if atol is None else atol, override[1]),
-        )
-    if sample is not None:
-        what, chosen, name = f"sample {sample}", f"[{sample}]", f"{key}--sample{sample}"
-    elif samples is not None:
-        what, chosen, name = (
-            f"samples {samples.start}-{samples.stop - 1}",
-            repr(samples),
-            f"{key}--samples{samples.start}-{samples.stop - 1}",
-        )
-    else:
-        what, chosen, name = "every sample", "None", key
+    rule, decorated = _rule(op, key, dtype_name, short)
+    what, chosen, name = _which(key, samples, sample)
     text = TEMPLATE.format(
         what=what,
         key=key,
@@ -241,9 +224,31 @@ def _program(
     # one sample alone is a check like any other: the engine's default limit, so that an op whose every sample hangs
     # costs its samples minutes, not hours
     options = {"timeout_s": TIMEOUT_S} if sample is None else {}
-    return ZooProgram(
-        name, text, AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values), options, info, parts, reference
-    )
+    return ZooProgram(name, text, rule, options, info, parts, reference)
+
+
+def _rule(op: Any, key: str, dtype_name: str, short: str) -> tuple[AccuracyRule, list[str]]:
+    """The inductor OpInfo test's tolerances for the op in this dtype, and op_db's decorations that apply."""
+    rtol, atol, values = opinfo_lists.tolerances(key, short)
+    decorated, override = decorations(op, dtype_name)
+    if override is not None:
+        # assertEqual takes the larger of the test's tolerance (or its default) and op_db's override
+        default_rtol, default_atol = opinfo_lists.ASSERT_DEFAULTS.get(short, (0.0, 0.0))
+        rtol, atol = (
+            max(default_rtol if rtol is None else rtol, override[0]),
+            max(default_atol if atol is None else atol, override[1]),
+        )
+    return AccuracyRule(OPINFO, rtol=rtol, atol=atol, values=values), decorated
+
+
+def _which(key: str, samples: range | None, sample: int | None) -> tuple[str, str, str]:
+    """(words, the template's SAMPLES value, the program's name) of the samples a program takes."""
+    if sample is not None:
+        return f"sample {sample}", f"[{sample}]", f"{key}--sample{sample}"
+    if samples is not None:
+        last = samples.stop - 1
+        return f"samples {samples.start}-{last}", repr(samples), f"{key}--samples{samples.start}-{last}"
+    return "every sample", "None", key
 
 
 def _count(op: Any, key: str, dtype_name: str, variant: str) -> int:

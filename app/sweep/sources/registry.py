@@ -29,7 +29,8 @@ def parse(pattern: str) -> tuple[Source, Selection]:
     flavour = flavour.strip() or found.flavours[0]
     if flavour not in found.flavours:
         raise ZooError(
-            f"{pattern}: {prefix}: takes {', '.join(found.flavours)} (default {found.flavours[0]}), not {flavour!r}; {found.summary}"
+            f"{pattern}: {prefix}: takes {', '.join(found.flavours)} (default {found.flavours[0]}), not {flavour!r};"
+            f" {found.summary}"
         )
     names = tuple(i.strip() for i in items.split(",") if i.strip())
     return found, Selection(prefix, flavour, names)
