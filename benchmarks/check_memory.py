@@ -90,10 +90,12 @@ def main() -> None:
         base, _, _ = check(args.tree.resolve(), trivial, root / "cache-trivial", root / "home-trivial", extra)
         base_mb = base["peak_rss_mb"]
         print(
-            f"engine: {args.tree.resolve()}; a trivial check (torch and transformers imported) peaks at {base_mb:,.0f} MiB"
+            f"engine: {args.tree.resolve()}; a trivial check (torch and transformers imported) peaks at"
+            f" {base_mb:,.0f} MiB"
         )
         print(
-            f"{'program':<16} {'W MiB':>7} {'verdict':<15} {'s':>6} {'compiling':>9} {'fp64':>6} {'peak MiB':>9} {'peak/W':>7} {'(peak-base)/W':>13} {'VmPeak MiB':>10}"
+            f"{'program':<16} {'W MiB':>7} {'verdict':<15} {'s':>6} {'compiling':>9} {'fp64':>6} {'peak MiB':>9}"
+            f" {'peak/W':>7} {'(peak-base)/W':>13} {'VmPeak MiB':>10}"
         )
         for name in args.names:
             program = MODELS / f"{name}.py"
@@ -107,8 +109,8 @@ def main() -> None:
             peak = result.get("peak_rss_mb") or float("nan")
             verdict = result["verdict"] if result["verdict"] != "error" else f"error ({result['error']['kind']})"
             print(
-                f"{name:<16} {weights:>7,.0f} {verdict:<15} {seconds:>6.0f} {compiling:>9.0f} {fp64:>6.1f} {peak:>9,.0f} "
-                f"{peak / weights:>7.1f} {(peak - base_mb) / weights:>13.1f} {vm:>10,.0f}",
+                f"{name:<16} {weights:>7,.0f} {verdict:<15} {seconds:>6.0f} {compiling:>9.0f} {fp64:>6.1f}"
+                f" {peak:>9,.0f} {peak / weights:>7.1f} {(peak - base_mb) / weights:>13.1f} {vm:>10,.0f}",
                 flush=True,
             )
             print(f"    stages: {', '.join(f'{k} {v:.1f}' for k, v in stages.items() if v >= 0.05)}")

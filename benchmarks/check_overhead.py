@@ -106,7 +106,8 @@ def main() -> None:
         rows.append((file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, warm, in_worker, views))
 
     print(
-        f"{'program':44} {'bare cold':>9} {'ours cold':>9} {'ratio':>6} {'bare warm':>9} {'ours warm':>9} {'ratio':>6} {'warm worker':>11}"
+        f"{'program':44} {'bare cold':>9} {'ours cold':>9} {'ratio':>6} {'bare warm':>9} {'ours warm':>9} {'ratio':>6}"
+        f" {'warm worker':>11}"
     )
     for file, bare_cold, ours_cold, bare_warm, ours_warm, repeat, *_ in rows:
         print(
@@ -114,23 +115,26 @@ def main() -> None:
             f"{bare_warm:9.2f} {ours_warm:9.2f} {ours_warm / bare_warm:6.2f} {repeat:11.2f}"
         )
     print("seconds of wall time; ratio = ours / bare; 'warm worker' = a check in a running worker, warm cache\n")
-    for file, _, _, _, ours_warm, repeat, warm, in_worker, (figures, page) in rows:
+    for file, _, _, _, ours_warm, _repeat, warm, in_worker, (figures, page) in rows:
         stages = warm["stage_seconds"]
         total = sum(stages.values())
         size = output_bytes(warm)
         print(
-            f"{Path(file).name}: warm `divergence check` {ours_warm:.2f} s; its stages sum to {total:.2f} s (the CLI's own start and exit: {ours_warm - total:.2f} s)"
+            f"{Path(file).name}: warm `divergence check` {ours_warm:.2f} s; its stages sum to {total:.2f} s (the CLI's"
+            f" own start and exit: {ours_warm - total:.2f} s)"
         )
         print("  " + " · ".join(f"{name} {seconds:.2f}" for name, seconds in stages.items()))
         for label, result in (("CLI", warm), ("warm worker", in_worker)):
             s = result["stage_seconds"]
             wall = sum(s.values())
             print(
-                f"  {label}: comparing {s.get('comparing', 0):.2f} s ({s.get('comparing', 0) / wall:.0%} of the check), saving {s.get('saving', 0):.2f} s; "
-                f"peak RSS {result['peak_rss_mb'] / 1024:.2f} GiB = {result['peak_rss_mb'] * 2**20 / size:.1f}x one output ({size / 2**20:.0f} MiB)"
+                f"  {label}: comparing {s.get('comparing', 0):.2f} s ({s.get('comparing', 0) / wall:.0%} of the check),"
+                f" saving {s.get('saving', 0):.2f} s; peak RSS {result['peak_rss_mb'] / 1024:.2f} GiB ="
+                f" {result['peak_rss_mb'] * 2**20 / size:.1f}x one output ({size / 2**20:.0f} MiB)"
             )
         print(
-            f"  the app, from the stored run: heatmap + histogram + worst elements {figures * 1000:.0f} ms; the whole results page (AppTest) {page:.2f} s"
+            f"  the app, from the stored run: heatmap + histogram + worst elements {figures * 1000:.0f} ms; the whole"
+            f" results page (AppTest) {page:.2f} s"
         )
         print(f"  verdict: {warm['verdict']}; notes: {'; '.join(warm['notes']) or '-'}")
 
@@ -150,7 +154,7 @@ def first_view(home: str) -> tuple[float, float]:
     run_dir = sorted((Path(home) / "runs").iterdir(), key=lambda p: p.stat().st_mtime)[-1]
     start = time.perf_counter()
     result = CheckResult.load(run_dir)
-    leaf = max(result.leaves, key=lambda l: (l.verdict.severity, l.max_ulp))
+    leaf = max(result.leaves, key=lambda leaf: (leaf.verdict.severity, leaf.max_ulp))
     arrays, summary = result.load_arrays(leaf), result.load_summary(leaf)
     shape = tuple(int(n) for n in summary["shape"])
     spec = hm.default_spec(shape, leaf.worst_index)

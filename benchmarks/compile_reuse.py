@@ -56,7 +56,10 @@ def main() -> None:
                 details: list[str] = []
                 start = time.perf_counter()
                 result = runner.check(
-                    source, options, args.program.name, on_progress=lambda p: details.append(getattr(p, "detail", ""))
+                    source,
+                    options,
+                    args.program.name,
+                    on_progress=lambda p, seen=details: seen.append(getattr(p, "detail", "")),
                 )
                 seconds = time.perf_counter() - start
                 compile_s = sum(v for k, v in result.stage_seconds.items() if k == "compiling" or "recheck" in k)

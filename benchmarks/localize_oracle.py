@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             total += 1
             shown = found or report.status
             print(
-                f"{name:44} expected {expected or '(no node)':32} found {shown:34} {'yes' if ok else 'NO'}  {time.time() - started:5.1f} s",
+                f"{name:44} expected {expected or '(no node)':32} found {shown:34} {'yes' if ok else 'NO'} "
+                f" {time.time() - started:5.1f} s",
                 flush=True,
             )
             if not ok and report.first is not None:

@@ -19,7 +19,8 @@ the core's ops still called; for the accuracy minifier: the core's ATen ops stil
   then `minifier_launcher.py minify`; its repro.py is verified by running it (it raises AccuracyError
   while the bug is present). Its size is the program part of repro.py: `class Repro` to `mod = Repro()`.
 
-    flock /tmp/cpu-heavy.lock python benchmarks/minimize_bench.py [--budget 300] [--programs a,b] [--tools ours,shrinkray,minifier]
+    flock /tmp/cpu-heavy.lock python benchmarks/minimize_bench.py [--budget 300] [--programs a,b] \\
+        [--tools ours,shrinkray,minifier]
 
 Run it under the CPU lock: each tool gets the machine alone, one program at a time. Each tool has its own
 warm worker and Inductor cache (under --cache-root), so neither profits from the other's compiles.
@@ -67,7 +68,7 @@ torch.manual_seed(0)
 made = ns["inputs"]() if callable(ns["inputs"]) else ns["inputs"]
 torch.compile(ns["fn"])(*made)
 print("the accuracy check passed")
-'''
+'''  # noqa: E501  (the text as it runs)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ def corpus() -> dict[str, dict[str, object]]:
 
 
 def same_bug(meta: dict[str, object], run: Checked | None, confirmed: bool) -> tuple[bool, str]:
-    """Does the re-checked program still start at the core's op (or, where the core has none, localize the same and call its ops)?"""
+    """Does the re-checked program still start at the core's op (or, where the core has none, localize the same and
+    call its ops)?"""
     if run is None:
         return False, "not re-checked"
     report = run.intermediates
@@ -96,9 +98,9 @@ def same_bug(meta: dict[str, object], run: Checked | None, confirmed: bool) -> t
     missing = [o for o in meta["ops"] if o not in ops]  # type: ignore[union-attr]
     if meta["first_op"]:
         found = report.first.op if report is not None and report.first is not None else None
-        return confirmed and found == meta[
-            "first_op"
-        ], f"starts at {found}" if found else f"first diverging intermediate: {report.status if report else 'none'}"
+        return confirmed and found == meta["first_op"], (
+            f"starts at {found}" if found else f"first diverging intermediate: {report.status if report else 'none'}"
+        )
     status = report.status if report is not None else "none"
     return (
         confirmed and status == "none-diverges" and not missing,
@@ -268,7 +270,10 @@ def run_minifier(name: str, meta: dict[str, object], work: Path, budget: float, 
 def fmt(row: Row) -> str:
     size = f"{row.lines:3d} / {row.tokens:4d}" if row.lines is not None and row.tokens is not None else "    -     "
     calls = f"{row.calls:5d}" if row.calls is not None else "    -"
-    return f"{row.program:<24} {row.tool:<10} {size}  {row.seconds:6.0f}  {calls}  {'yes' if row.verified else 'NO ':<4} {'yes' if row.same_bug else 'NO ':<4} {row.note}"
+    return (
+        f"{row.program:<24} {row.tool:<10} {size}  {row.seconds:6.0f}  {calls}  {'yes' if row.verified else 'NO ':<4}"
+        f" {'yes' if row.same_bug else 'NO ':<4} {row.note}"
+    )
 
 
 def main() -> int:
@@ -318,9 +323,9 @@ def main() -> int:
         mine = [r for r in rows if r.tool == tool]
         lines = [r.lines for r in mine if r.lines is not None]
         print(
-            f"{tool}: median {statistics.median(lines) if lines else float('nan'):.1f} lines, "
-            f"{sum(r.verified for r in mine)}/{len(mine)} verified, {sum(r.same_bug for r in mine)}/{len(mine)} same bug, "
-            f"median {statistics.median([r.seconds for r in mine]) if mine else float('nan'):.0f} s"
+            f"{tool}: median {statistics.median(lines) if lines else float('nan'):.1f} lines,"
+            f" {sum(r.verified for r in mine)}/{len(mine)} verified, {sum(r.same_bug for r in mine)}/{len(mine)} same"
+            f" bug, median {statistics.median([r.seconds for r in mine]) if mine else float('nan'):.0f} s"
         )
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))

@@ -20,7 +20,8 @@ sys.path.insert(0, str(REPO))
 PROGRAMS = [
     "import torch\ndef fn(x):\n    return torch.relu(x) * 2 + 1\ninputs = (torch.randn(64, 64),)\n",
     "import torch\ndef fn(x):\n    return (x @ x.t()).sum(-1)\ndef inputs():\n    return (torch.randn(32, 32),)\n",
-    "import torch\ndef fn(x):\n    raise ValueError('broken on purpose')\ninputs = (torch.randn(3),)\n",  # errors must not leak either
+    # errors must not leak either
+    "import torch\ndef fn(x):\n    raise ValueError('broken on purpose')\ninputs = (torch.randn(3),)\n",
 ]
 
 
@@ -55,7 +56,8 @@ def main() -> None:
             runner.start()
             worker = runner._proc.pid  # noqa: SLF001 (a benchmark may look inside)
             print(
-                f"{'checks':>6} {'seconds':>8} {'worker children':>15} {'worker MB':>9} {'caller MB':>9} {'new temp files':>14}"
+                f"{'checks':>6} {'seconds':>8} {'worker children':>15} {'worker MB':>9} {'caller MB':>9}"
+                f" {'new temp files':>14}"
             )
             start = time.perf_counter()
             verdicts: dict[str, int] = {}
@@ -65,7 +67,8 @@ def main() -> None:
                 if i == 1 or i % 10 == 0:
                     new_tmp = len(set(os.listdir(tempfile.gettempdir())) - tmp_before)
                     print(
-                        f"{i:6d} {time.perf_counter() - start:8.1f} {descendants(worker):15d} {rss_mb(worker):9.0f} {rss_mb(os.getpid()):9.0f} {new_tmp:14d}",
+                        f"{i:6d} {time.perf_counter() - start:8.1f} {descendants(worker):15d} {rss_mb(worker):9.0f}"
+                        f" {rss_mb(os.getpid()):9.0f} {new_tmp:14d}",
                         flush=True,
                     )
             # Inductor makes torchinductor_<user> once (its per-user scratch); anything else growing is a leak

@@ -1,4 +1,5 @@
-"""Throughput of `divergence sweep`: jobs per minute on the local pool and on Ray, cold and warm, and Ray's cost per job.
+"""Throughput of `divergence sweep`: jobs per minute on the local pool and on Ray, cold and warm, and Ray's cost per
+job.
 
 The corpus is the first CPU cases of the gallery (in slug order) under `--matrix backend=inductor,aot_eager`,
 so half the jobs compile with Inductor and half only trace. Each configuration (local pool with 1 and 2
@@ -76,8 +77,8 @@ def main() -> None:
     paths = gallery(args.cases)
     axes = (parse_axis("backend=inductor,aot_eager"),)
     print(
-        f"corpus: {len(paths)} gallery cases x backend=inductor,aot_eager = {2 * len(paths)} jobs; torch {torch.__version__}, "
-        f"{len(os.sched_getaffinity(0))} cores",
+        f"corpus: {len(paths)} gallery cases x backend=inductor,aot_eager = {2 * len(paths)} jobs; torch"
+        f" {torch.__version__}, {len(os.sched_getaffinity(0))} cores",
         flush=True,
     )
     print(f"{'pool':<10} {'cache':<5} {'start s':>8} {'jobs s':>8} {'jobs/min':>9}  verdicts", flush=True)
@@ -98,7 +99,8 @@ def main() -> None:
                 else f"DIFFER on {sum(verdicts[k] != reference.get(k) for k in verdicts)} jobs"
             )
             print(
-                f"{kind + ' x' + str(slots):<10} {cache_kind:<5} {start_s:8.1f} {jobs_s:8.1f} {jobs / jobs_s * 60:9.1f}  {same}",
+                f"{kind + ' x' + str(slots):<10} {cache_kind:<5} {start_s:8.1f} {jobs_s:8.1f} {jobs / jobs_s * 60:9.1f}"
+                f"  {same}",
                 flush=True,
             )
 
@@ -106,7 +108,8 @@ def main() -> None:
     for k in range(args.tiny):
         (tiny_dir / f"tiny_{k:03d}.py").write_text(TINY.format(k=k + 2))
     print(
-        f"\nper-job cost on {args.tiny} tiny programs checked with backend=eager (nothing compiles), median of {args.repeats}:",
+        f"\nper-job cost on {args.tiny} tiny programs checked with backend=eager (nothing compiles), median of"
+        f" {args.repeats}:",
         flush=True,
     )
     per_job: dict[tuple[str, int], list[float]] = {c: [] for c in CONFIGS}
@@ -116,7 +119,8 @@ def main() -> None:
             per_job[(kind, slots)].append(jobs_s / jobs)
     for (kind, slots), seconds in per_job.items():
         print(
-            f"{kind + ' x' + str(slots):<10} {statistics.median(seconds):6.3f} s per job  (runs: {', '.join(f'{x:.3f}' for x in seconds)})",
+            f"{kind + ' x' + str(slots):<10} {statistics.median(seconds):6.3f} s per job  (runs:"
+            f" {', '.join(f'{x:.3f}' for x in seconds)})",
             flush=True,
         )
     for slots in (1, 2):

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.gallery import load_cases  # noqa: E402
-from engine import CheckOptions, Runner  # noqa: E402
+from engine import Runner  # noqa: E402
 
 WITNESS = "faithful reference"
 RECHECKS = ("rng recheck", "precision-cast recheck")

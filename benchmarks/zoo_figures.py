@@ -1,4 +1,5 @@
-"""The figures of a zoo sweep, as docs/figures/zoo-findings.md quotes them: jobs, time, memory, verdicts, PyTorch's check beside.
+"""The figures of a zoo sweep, as docs/figures/zoo-findings.md quotes them: jobs, time, memory, verdicts, PyTorch's
+check beside.
 
 Reads a sweep's state file (nothing runs) and prints, in Markdown: the jobs, their checked samples (leaves)
 and wall time; seconds and peak memory per job (median, 90th percentile, max, and the slowest jobs); our
@@ -55,11 +56,13 @@ def main() -> None:
     )
     if seconds:
         print(
-            f"seconds per job: median {statistics.median(seconds):.1f}, p90 {_quantile(seconds, 0.9):.1f}, max {max(seconds):.0f}"
+            f"seconds per job: median {statistics.median(seconds):.1f}, p90 {_quantile(seconds, 0.9):.1f}, max"
+            f" {max(seconds):.0f}"
         )
     if memory:
         print(
-            f"peak RSS per job (MB): median {statistics.median(memory):.0f}, p90 {_quantile(memory, 0.9):.0f}, max {max(memory):.0f}"
+            f"peak RSS per job (MB): median {statistics.median(memory):.0f}, p90 {_quantile(memory, 0.9):.0f}, max"
+            f" {max(memory):.0f}"
         )
     counts = Counter((r.verdict or r.status) + (f" ({r.error_kind})" if r.error_kind else "") for r in done)
     print("\nverdicts: " + ", ".join(f"{n} {v}" for v, n in counts.most_common()))

@@ -52,7 +52,10 @@ def heatmap_html(ulp: np.ndarray) -> str:
     finite = grid[np.isfinite(grid)]
     top = float(finite.max()) if finite.size else 1.0
     rows = "".join("<tr>" + "".join(_cell(float(v), top) for v in row) + "</tr>" for row in grid)
-    return f'<table style="border-collapse:collapse;border:0">{rows}</table><small>max ULP per block; grey = bit-identical</small>'
+    return (
+        f'<table style="border-collapse:collapse;border:0">{rows}</table><small>max ULP per block; grey ='
+        " bit-identical</small>"
+    )
 
 
 def _ulp_map(result: CheckResult, leaf: LeafResult) -> np.ndarray | None:
@@ -68,7 +71,7 @@ def _ulp_map(result: CheckResult, leaf: LeafResult) -> np.ndarray | None:
 
 
 def _worst(result: CheckResult, k: int = 5) -> list[LeafResult]:
-    return sorted(result.leaves, key=lambda l: (-l.verdict.severity, -l.max_ulp))[:k]
+    return sorted(result.leaves, key=lambda leaf: (-leaf.verdict.severity, -leaf.max_ulp))[:k]
 
 
 def render_html(result: CheckResult) -> str:
@@ -85,10 +88,11 @@ def render_html(result: CheckResult) -> str:
             f"<th>{h}</th>" for h in ("leaf", "shape", "dtype", "max abs", "max ULP", "mismatches", "verdict")
         )
         body = "".join(
-            f"<tr><td>{html.escape(l.name)}</td><td>{'x'.join(map(str, l.shape or ())) or '-'}</td><td>{l.dtype or '-'}</td>"
-            f"<td>{l.max_abs:.3g}</td><td>{l.max_ulp:g}</td><td>{l.mismatches}/{l.numel}</td>"
-            f'<td style="color:{_COLOURS.get(l.verdict.value, "#000")}">{l.verdict.value}</td></tr>'
-            for l in worst
+            f"<tr><td>{html.escape(leaf.name)}</td><td>{'x'.join(map(str, leaf.shape or ())) or '-'}</td>"
+            f"<td>{leaf.dtype or '-'}</td>"
+            f"<td>{leaf.max_abs:.3g}</td><td>{leaf.max_ulp:g}</td><td>{leaf.mismatches}/{leaf.numel}</td>"
+            f'<td style="color:{_COLOURS.get(leaf.verdict.value, "#000")}">{leaf.verdict.value}</td></tr>'
+            for leaf in worst
         )
         parts.append(f"<table><tr>{head}</tr>{body}</table>")
         ulp = _ulp_map(result, worst[0]) if worst[0].mismatches else None

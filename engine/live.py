@@ -47,9 +47,9 @@ def ship(fn: Any, inputs: Any, compile_kwargs: dict[str, Any]) -> bytes:
         cloudpickle.dump({"fn": fn, "inputs": inputs, "compile_kwargs": compile_kwargs}, buffer)
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
         raise NotShippable(
-            f"cannot send the model/inputs to a worker process ({type(exc).__name__}: {exc}). "
-            "Make them picklable (e.g. no open files, locks, or CUDA streams in attributes), or pass "
-            "in_process=True to run the check in this process: then a crash or a hang in the compiled code takes this process with it."
+            f"cannot send the model/inputs to a worker process ({type(exc).__name__}: {exc}). Make them picklable (e.g."
+            " no open files, locks, or CUDA streams in attributes), or pass in_process=True to run the check in this"
+            " process: then a crash or a hang in the compiled code takes this process with it."
         ) from None
     return buffer.getvalue()
 

@@ -93,7 +93,7 @@ class Job:
         now = time.monotonic() if until is None else until
         timeline = list(self._timeline)
         seconds: dict[str, float] = {}
-        for (stage, start), (_, end) in zip(timeline, timeline[1:] + [("", now)]):
+        for (stage, start), (_, end) in zip(timeline, timeline[1:] + [("", now)], strict=True):
             name = _stage_name(stage)
             seconds[name] = seconds.get(name, 0.0) + max(0.0, end - start)
         return seconds
@@ -156,17 +156,20 @@ class Job:
             elif self._pid is not None and _group_size(self._pid) > self.options.max_processes:
                 self._kill(
                     ErrorKind.PROCESSES,
-                    f"the check started more than {self.options.max_processes} processes (a fork bomb?) during stage '{self._stage}'",
+                    f"the check started more than {self.options.max_processes} processes (a fork bomb?) during stage"
+                    f" '{self._stage}'",
                 )
             elif self._pid is not None and _group_rss(self._pid) > limit_bytes:
                 self._kill(
                     ErrorKind.MEMORY,
-                    f"the check used more than its {self.options.memory_limit_mb} MB memory limit during stage '{self._stage}'",
+                    f"the check used more than its {self.options.memory_limit_mb} MB memory limit during stage"
+                    f" '{self._stage}'",
                 )
             elif _size(self.run_dir / OUTPUT_LOG) > output_limit:
                 self._kill(
                     ErrorKind.OUTPUT,
-                    f"the snippet printed more than {self.options.max_output_mb} MB during stage '{self._stage}'; the output was cut there",
+                    f"the snippet printed more than {self.options.max_output_mb} MB during stage '{self._stage}'; the"
+                    " output was cut there",
                 )
 
     def _end(self, kind: ErrorKind, message: str) -> None:
@@ -217,19 +220,28 @@ def _death_reason(code: int | None, signum: int | None, stage: str) -> tuple[Err
         if signum == signal.SIGKILL:
             return (
                 ErrorKind.MEMORY,
-                f"the worker was killed (SIGKILL) during stage '{stage}', most likely by the system's out-of-memory killer",
+                (
+                    f"the worker was killed (SIGKILL) during stage '{stage}', most likely by the system's out-of-memory"
+                    " killer"
+                ),
             )
         if signum == signal.SIGXCPU:
             return ErrorKind.TIMEOUT, f"the check used up its CPU-time limit during stage '{stage}'"
         if signum == signal.SIGXFSZ:
             return (
                 ErrorKind.CRASH,
-                f"the worker was stopped (SIGXFSZ) during stage '{stage}': it wrote more output than the file-size limit allows",
+                (
+                    f"the worker was stopped (SIGXFSZ) during stage '{stage}': it wrote more output than the file-size"
+                    " limit allows"
+                ),
             )
         return ErrorKind.CRASH, f"the Python interpreter crashed with {name} during stage '{stage}'"
     return (
         ErrorKind.CRASH,
-        f"the worker exited with status {code} during stage '{stage}' before writing a result (os._exit or a fatal error in native code?)",
+        (
+            f"the worker exited with status {code} during stage '{stage}' before writing a result (os._exit or a fatal"
+            " error in native code?)"
+        ),
     )
 
 
@@ -403,7 +415,10 @@ class Runner:
                 self._running += 1
                 queued = False
             elif self.max_queued is not None and len(self._queue) >= self.max_queued:
-                busy = f"{self._running} checks are running and {len(self._queue)} are waiting, the most this server queues; try again in a minute"
+                busy = (
+                    f"{self._running} checks are running and {len(self._queue)} are waiting, the most this server"
+                    " queues; try again in a minute"
+                )
                 job._end(ErrorKind.BUSY, busy)
                 return job
             else:

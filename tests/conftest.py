@@ -37,7 +37,8 @@ def runner(divergence_home: Path, inductor_cache: Path) -> Iterator[Runner]:
 
 @pytest.fixture
 def check(runner: Runner, tmp_path: Path) -> Any:
-    """check("name" or source, **options): run a snippet from tests/snippets (or given as source) in the shared worker."""
+    """check("name" or source, **options): run a snippet from tests/snippets (or given as source) in the shared
+    worker."""
 
     def run(snippet: str, **options: Any) -> CheckResult:
         path = SNIPPETS / f"{snippet}.py"

@@ -28,9 +28,14 @@ compile_kwargs = {{"backend": faulty_inductor}}
 
 FAULTS = {
     # one element of the first output moved to the next float up
-    "ulp": "    flat = outs[0].view(-1)\n    flat[3] = torch.nextafter(flat[3], torch.tensor(float('inf')))\n    return outs",
+    "ulp": (
+        "    flat = outs[0].view(-1)\n    flat[3] = torch.nextafter(flat[3], torch.tensor(float('inf')))\n    return"
+        " outs"
+    ),
     "nan": "    outs[0].view(-1)[0] = float('nan')\n    return outs",
-    "signed_zero": "    first = outs[0]\n    return (torch.where(first == 0, torch.full_like(first, -0.0), first), *outs[1:])",
+    "signed_zero": (
+        "    first = outs[0]\n    return (torch.where(first == 0, torch.full_like(first, -0.0), first), *outs[1:])"
+    ),
     "stride": "    return (outs[0].t().contiguous().t(), *outs[1:])",
     "widen": "    return (outs[0].double(), *outs[1:])",
     # the compiled graph runs on copies, so in-place updates of inputs are lost

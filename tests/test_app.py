@@ -347,9 +347,11 @@ def test_a_syntax_error_keeps_its_caret_under_the_line(app: AppTest):
     app.text_area(key="source").input("import torch\ndef fn(x):\n    return x +* 2\ninputs = (torch.ones(2),)\n").run()
     run_check(app)
     # the plain sentence and next step, then the message's first line: no traceback in the banner
-    assert banner(app) == (
-        "**Verdict: ERROR** — the check could not compare eager with compiled (snippet error). **Next:** fix the program so that "
-        "it loads and defines what the message asks for.\n\nerror (snippet): syntax error in snippet.py, line 3: invalid syntax"
+    assert (
+        banner(app)
+        == "**Verdict: ERROR** — the check could not compare eager with compiled (snippet error). **Next:** fix the"
+        " program so that it loads and defines what the message asks for.\n\nerror (snippet): syntax error in"
+        " snippet.py, line 3: invalid syntax"
     )
     assert any(c.value.endswith("return x +* 2\n                  ^") for c in app.code)  # the caret in its own block
 

@@ -21,7 +21,10 @@ APP = str(REPO / "app" / "web" / "main.py")
 TIMEOUT = 300
 LABEL = "interpreted Triton on CPU (not GPU Triton)"
 
-FUSED = "import torch\ndef fn(x, y):\n    return torch.relu(x * y + 1.0), (x * 2).sum(-1)\ndef inputs():\n    return torch.randn(8, 16), torch.randn(8, 16)\n"
+FUSED = (
+    "import torch\ndef fn(x, y):\n    return torch.relu(x * y + 1.0), (x * 2).sum(-1)\ndef inputs():\n    return"
+    " torch.randn(8, 16), torch.randn(8, 16)\n"
+)
 TANH = "import torch\ndef fn(x):\n    return torch.tanh(x) * 2\ndef inputs():\n    return (torch.randn(8, 16),)\n"
 
 

@@ -212,8 +212,9 @@ def test_a_restarted_store_marks_what_dead_servers_left_running_as_interrupted(t
 def test_an_older_database_gains_the_new_columns(tmp_path: Path):
     with sqlite3.connect(tmp_path / "app.sqlite") as conn:
         conn.execute(
-            "CREATE TABLE runs (id TEXT PRIMARY KEY, created REAL NOT NULL, name TEXT NOT NULL, origin TEXT NOT NULL, run_dir TEXT NOT NULL,"
-            " options TEXT NOT NULL, status TEXT NOT NULL, verdict TEXT, explanation TEXT, finished REAL)"
+            "CREATE TABLE runs (id TEXT PRIMARY KEY, created REAL NOT NULL, name TEXT NOT NULL, origin TEXT NOT NULL,"
+            " run_dir TEXT NOT NULL, options TEXT NOT NULL, status TEXT NOT NULL, verdict TEXT, explanation TEXT,"
+            " finished REAL)"
         )
         conn.execute(
             "INSERT INTO runs VALUES ('old', 1.0, 'x', 'paste', '/nowhere', '{}', 'done', 'match', 'same', 2.0)"

@@ -37,7 +37,7 @@ def test_kernelbench_style(check):
 def test_repro_style_checks_every_compiled_call(check):
     r = check("repro_style")
     assert r.style == "repro" and r.verdict is Verdict.MATCH
-    assert [l.name for l in r.leaves] == ["call0: out", "call1: out"]
+    assert [leaf.name for leaf in r.leaves] == ["call0: out", "call1: out"]
 
 
 @pytest.mark.slow
@@ -81,7 +81,10 @@ def test_a_draw_whose_stream_depends_on_dtype_is_judged_against_eager_s_own_draw
     # rand_like draws other numbers in float64 than in float32, so the plain fp64 reference is as far from eager
     # as compiled is and alone called this benign (the CPU analogue of dropout on CUDA); the gallery's
     # rng_rand_like checks that the fallback_random re-check then names it rng
-    snippet = "import torch\ndef fn(x):\n    return x * 2 + torch.rand_like(x)\ndef inputs():\n    return (torch.randn(64, 64),)\n"
+    snippet = (
+        "import torch\ndef fn(x):\n    return x * 2 + torch.rand_like(x)\ndef inputs():\n    return (torch.randn(64,"
+        " 64),)\n"
+    )
     r = check(snippet, recheck_random=False)
     assert r.verdict is Verdict.DIVERGENT and r.leaf("out").witness is Witness.FAITHFUL
     assert (
@@ -123,7 +126,10 @@ def test_structural_faults_are_divergent(check):
 
 @pytest.mark.slow
 def test_lost_input_mutation_is_divergent(check):
-    program = "import torch\n\ndef fn(x):\n    x.t().add_(1.0)\n    return x * 2\n\ndef inputs():\n    return (torch.randn(4, 4),)\n"
+    program = (
+        "import torch\n\ndef fn(x):\n    x.t().add_(1.0)\n    return x * 2\n\ndef inputs():\n    return (torch.randn(4,"
+        " 4),)\n"
+    )
     assert check(program).verdict in (Verdict.MATCH, Verdict.BENIGN)
     r = check(fault_snippet("drop_mutation", program))
     leaf = r.leaf("input args[0]")
@@ -134,7 +140,7 @@ def test_lost_input_mutation_is_divergent(check):
 @pytest.mark.slow
 def test_buffers_updated_by_the_call_are_compared(check):
     r = check("batchnorm_train")
-    names = {l.name for l in r.leaves if l.kind is LeafKind.STATE}
+    names = {leaf.name for leaf in r.leaves if leaf.kind is LeafKind.STATE}
     assert {"state self.running_mean", "state self.running_var", "state self.num_batches_tracked"} <= names
     assert r.verdict in (Verdict.MATCH, Verdict.BENIGN)
 
@@ -149,7 +155,7 @@ def test_nested_outputs_and_python_scalars_become_leaves(check):
         "out['obj'].count",
         "out['mean']",
         "out['flag']",
-    } == {l.name for l in r.leaves}
+    } == {leaf.name for leaf in r.leaves}
     assert [s.seed for s in r.seeds] == [0, 1] and r.verdict in (Verdict.MATCH, Verdict.BENIGN)
     assert r.code.graph_breaks and r.code.recompiles  # seed 1's float guard fails, so Dynamo recompiles
 
@@ -157,7 +163,7 @@ def test_nested_outputs_and_python_scalars_become_leaves(check):
 @pytest.mark.slow
 def test_backward_compares_gradients_of_inputs_and_parameters(check):
     r = check("kernelbench_gelu", backward=True)
-    grads = {l.name for l in r.leaves if l.kind is LeafKind.GRADIENT}
+    grads = {leaf.name for leaf in r.leaves if leaf.kind is LeafKind.GRADIENT}
     assert grads == {"grad args[0]", "grad self.linear.weight", "grad self.linear.bias"}
     assert r.verdict in (Verdict.MATCH, Verdict.BENIGN)
 

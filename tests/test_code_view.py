@@ -143,7 +143,8 @@ def test_the_first_diverging_node_is_placed_on_its_line_and_kernel():
 
 
 def test_the_localized_node_is_placed_by_its_origin_not_by_the_instrumented_compiles_label():
-    """Localization's instrumented compile is a second compile: its module is `1_inference` beside the check's `0_inference`."""
+    """Localization's instrumented compile is a second compile: its module is `1_inference` beside the check's
+    `0_inference`."""
     site = NodeSite(5, "return torch.relu(o) + 1.0", ("relu",))
     by_name = IntermediatesReport(
         "found",

@@ -43,7 +43,7 @@ CUT_LABELS = """() => [
     .map(e => e.innerText.trim()),
   ...[...document.querySelectorAll('[data-testid="stSelectbox"] input')]
     .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1).map(e => e.value),
-].filter(t => t)"""
+].filter(t => t)"""  # noqa: E501  (the text as it runs)
 
 
 @pytest.fixture(scope="module")

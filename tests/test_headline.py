@@ -20,7 +20,8 @@ def test_a_divergence_says_how_many_values_changed_by_how_much_who_is_right_and_
     )
     assert (
         h.text
-        == "compile changed 2,304 of 4,096 values by up to 0.4; eager agrees with float64, compiled does not. Next: Localize, then Minimize"
+        == "compile changed 2,304 of 4,096 values by up to 0.4; eager agrees with float64, compiled does not. Next:"
+        " Localize, then Minimize"
     )
 
 
@@ -42,7 +43,8 @@ def test_a_one_step_fault_says_compiled_is_wrong_where_eager_is_exact():
     )
     assert (
         h.sentence
-        == "compile changed 108 of 512 values by up to 0.00098; compiled is wrong in values where eager agrees exactly with float64 (run with eager's own roundings)"
+        == "compile changed 108 of 512 values by up to 0.00098; compiled is wrong in values where eager agrees exactly"
+        " with float64 (run with eager's own roundings)"
     )
 
 
@@ -79,7 +81,8 @@ def test_the_terminal_report_starts_with_it_and_puts_the_figures_after():
     lines = render(result).splitlines()
     assert (
         lines[0]
-        == "VERDICT: DIVERGENT — compile changed 2,304 of 4,096 values by up to 0.4; eager agrees with float64, compiled does not."
+        == "VERDICT: DIVERGENT — compile changed 2,304 of 4,096 values by up to 0.4; eager agrees with float64,"
+        " compiled does not."
     )
     assert lines[1] == "  Next: Localize, then Minimize."
     assert lines.index("  divergent: out: 2304 of 4096 element(s) differ") > lines.index(
@@ -89,8 +92,8 @@ def test_the_terminal_report_starts_with_it_and_puts_the_figures_after():
 
 def test_a_match_with_unwritten_memory_does_not_call_those_values_bit_identical():
     some = headline(Verdict.MATCH, [leaf(Verdict.MATCH, numel=128, unwritten=64)]).sentence
-    assert some == (
-        "compile changed nothing that the program defines: 64 values are bit-identical to eager's, and 64 are "
+    assert (
+        some == "compile changed nothing that the program defines: 64 values are bit-identical to eager's, and 64 are "
         "uninitialized memory (never written), which no run defines"
     )
     assert (

@@ -42,8 +42,8 @@ def test_fork_bomb_is_capped_and_cleaned_up(check):
 
 def test_printing_100_mb_stops_at_the_output_limit(check):
     flood = (
-        TENSOR
-        + "import sys\ndef fn(x):\n    line = 'x' * 1023 + '\\n'\n    for _ in range(100 * 1024):\n        sys.stdout.write(line)\n    return x\n"
+        TENSOR + "import sys\ndef fn(x):\n    line = 'x' * 1023 + '\\n'\n    for _ in range(100 * 1024):\n       "
+        " sys.stdout.write(line)\n    return x\n"
     )
     r = check(flood, max_output_mb=8, timeout_s=120)
     if r.verdict is Verdict.ERROR:
@@ -67,8 +67,8 @@ def test_environment_secrets_are_not_visible(check, monkeypatch):
     # the worker inherits the environment it was started with; the child's is scrubbed to an allow-list
     assert "DIVERGENCE_TEST_SECRET" not in os.environ
     r = check(
-        TENSOR
-        + "import os\ndef fn(x):\n    return x + len(os.environ.get('AWS_SECRET_ACCESS_KEY', '') + os.environ.get('GITHUB_TOKEN', ''))\n"
+        TENSOR + "import os\ndef fn(x):\n    return x + len(os.environ.get('AWS_SECRET_ACCESS_KEY', '') +"
+        " os.environ.get('GITHUB_TOKEN', ''))\n"
     )
     assert r.verdict is Verdict.MATCH  # nothing to read: both sides add zero
 
@@ -91,8 +91,8 @@ def test_non_tensor_output_is_compared_by_type_not_refused(check):
 
 def test_a_backend_that_raises_is_a_compile_error(check):
     broken = (
-        TENSOR
-        + "def fn(x):\n    return x * 2\ndef backend(gm, example_inputs):\n    raise RuntimeError('only when compiled')\ncompile_kwargs = {'backend': backend}\n"
+        TENSOR + "def fn(x):\n    return x * 2\ndef backend(gm, example_inputs):\n    raise RuntimeError('only when"
+        " compiled')\ncompile_kwargs = {'backend': backend}\n"
     )
     expect(check(broken), ErrorKind.COMPILE, "only when compiled")
 

@@ -71,7 +71,8 @@ def test_layout_probes_and_eager_rejecting_inputs(runner: Runner, tmp_path: Path
     for kind in ("noncontiguous", "offset", "backward"):
         assert report.outcome(kind).status is ProbeStatus.OK, report.outcome(kind).explanation
     assert any(
-        l.name.startswith("grad ") for l in __import__("engine").load_result(report.outcome("backward").run_dir).leaves
+        leaf.name.startswith("grad ")
+        for leaf in __import__("engine").load_result(report.outcome("backward").run_dir).leaves
     )
 
 
@@ -118,8 +119,10 @@ def test_ladder_conclusions() -> None:
             "inductor + fallback_random",
         )
         return tuple(
-            AblationRow(l, l, {}, Verdict.DIVERGENT if l in diverging else Verdict.MATCH, l in diverging, "")
-            for l in labels
+            AblationRow(
+                label, label, {}, Verdict.DIVERGENT if label in diverging else Verdict.MATCH, label in diverging, ""
+            )
+            for label in labels
         )
 
     assert conclude(rows())[0] is None

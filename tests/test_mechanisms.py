@@ -125,7 +125,8 @@ def test_integer_random_draws_are_rng_with_the_op_named(check):
     from engine.judge.verdicts import Verdict
 
     r = check(
-        "import torch\n\ndef fn(x):\n    return torch.randint(0, 1000, x.shape) + x\n\ndef inputs():\n    return (torch.arange(4096).reshape(64, 64),)\n"
+        "import torch\n\ndef fn(x):\n    return torch.randint(0, 1000, x.shape) + x\n\ndef inputs():\n    return"
+        " (torch.arange(4096).reshape(64, 64),)\n"
     )
     assert r.verdict is Verdict.RNG and "aten.randint" in r.leaf("out").explanation
 
@@ -137,7 +138,8 @@ def test_a_round_trip_inside_a_library_call_is_evidence_from_eagers_aten_ops(che
     from engine.judge.verdicts import Verdict
 
     r = check(
-        "import torch\n\ndef fn(x):\n    return torch.alpha_dropout(x, 0.5, True)\n\ndef inputs():\n    return (torch.randn(64, 64).bfloat16(),)\n"
+        "import torch\n\ndef fn(x):\n    return torch.alpha_dropout(x, 0.5, True)\n\ndef inputs():\n    return"
+        " (torch.randn(64, 64).bfloat16(),)\n"
     )
     leaf = r.leaf("out")
     assert leaf.verdict is Verdict.PRECISION_CAST, leaf.explanation

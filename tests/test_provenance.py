@@ -133,7 +133,10 @@ def test_triton_on_cpu_kernels_carry_their_program_lines(triton_runner, tmp_path
 
 def test_a_stale_record_is_refused_not_shown():
     """Lines torch recorded for another version of the program (a cache entry) must not be shown as this one's."""
-    wrapper = "cpp_fused_relu_0 = async_compile.cpp_pybinding([], r'''\nvoid kernel() {}\n''')\n\ndef call(args):\n    # [Provenance debug handles] cpp_fused_relu_0:1\n    cpp_fused_relu_0(buf0)\n"
+    wrapper = (
+        "cpp_fused_relu_0 = async_compile.cpp_pybinding([], r'''\nvoid kernel() {}\n''')\n\ndef call(args):\n    #"
+        " [Provenance debug handles] cpp_fused_relu_0:1\n    cpp_fused_relu_0(buf0)\n"
+    )
     trace = '  File "snippet.py", line 2, in fn\n    return torch.relu(x)\n           ^^^^^^^^^^^^^\n'
     artifacts = Artifacts(
         stack_traces={"cpp_fused_relu_0:1": [trace]}, node_mappings={"cppCodeToPost": {"cpp_fused_relu_0:1": ["relu"]}}

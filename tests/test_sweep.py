@@ -30,7 +30,10 @@ CASES = REPO / "sample_cases"
 
 
 def _program(body: str, head: str = "") -> str:
-    return f"import torch\n{head}\ndef fn(x):\n    return {body}\n\ndef inputs():\n    return (torch.linspace(-3, 3, 64),)\n"
+    return (
+        f"import torch\n{head}\ndef fn(x):\n    return {body}\n\ndef inputs():\n    return (torch.linspace(-3, 3,"
+        " 64),)\n"
+    )
 
 
 def test_the_matrix_multiplies_programs_and_bad_axes_say_what_is_wrong(tmp_path: Path) -> None:
@@ -179,14 +182,15 @@ fn = BucketEncoder().eval()
 
 def inputs():
     return (torch.tensor([1.0, 0.5, 0.7, 2.0, 3.0, 6.0, 0.3, 9.9]),)
-'''
+'''  # noqa: E501  (the text as it runs)
 
 
 @pytest.fixture(scope="module")
 def minimized_sweep(
     tmp_path_factory: pytest.TempPathFactory, divergence_home: Path, inductor_cache: Path, runner: Runner
 ):  # type: ignore[no-untyped-def]
-    """Two programs with the same floor-division bug (different code, different output names) and one erf bug, with --minimize."""
+    """Two programs with the same floor-division bug (different code, different output names) and one erf bug, with
+    --minimize."""
     corpus = tmp_path_factory.mktemp("bugs")
     (corpus / "bucket_encoder.py").write_text(BUCKETS)
     for case in ("floor_divide_off_by_one", "erf_small_vectorized"):

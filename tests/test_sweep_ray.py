@@ -29,7 +29,8 @@ from tests.conftest import REPO
 
 ray = pytest.importorskip("ray")
 
-# fast cases of the gallery in its three snippet styles: divergent, benign, a bf16 case (its .toml casts) that is precision-cast
+# fast cases of the gallery in its three snippet styles: divergent, benign, a bf16 case (its .toml casts) that is
+# precision-cast
 GALLERY = (
     "floor_divide_off_by_one",
     "sum_reduction_order",
@@ -106,7 +107,9 @@ def test_a_segfault_a_hang_and_a_killed_actor_end_as_errors_while_the_rest_finis
         "hang": "import time\nimport torch\ntime.sleep(3600)\n",
         "kills_its_actor": f"import signal\nimport torch\n{ACTOR_OF}\nos.kill(actor_pid(), signal.SIGKILL)\n",
         # its actor is killed from outside once (below): the job runs again on the restarted actor
-        "loses_its_actor": f"import time\nimport torch\n{ACTOR_OF}\nprint('{marker}%d' % actor_pid(), flush=True)\ntime.sleep(3)\n",
+        "loses_its_actor": (
+            f"import time\nimport torch\n{ACTOR_OF}\nprint('{marker}%d' % actor_pid(), flush=True)\ntime.sleep(3)\n"
+        ),
         "fine": "import torch\n",
     }
     corpus = tmp_path / "corpus"

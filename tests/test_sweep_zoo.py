@@ -66,7 +66,8 @@ def test_zoo_patterns_pick_their_programs_and_unknown_names_list_the_known(tmp_p
         (0, 5e-3),
         (1.3e-5, 1.5e-5),
     ]  # the test's override, its fp32 default
-    # op_db's own decorators for the test: a toleranceOverride raises assertEqual's fp16 default (1e-3), a skip is listed
+    # op_db's own decorators for the test: a toleranceOverride raises assertEqual's fp16 default (1e-3), a skip is
+    # listed
     fp16 = {p.info["op"]: p for p in zoo_programs("opinfo:fp16:addmv,masked.logsumexp", tmp_path)}
     assert (fp16["addmv"].accuracy.rtol, fp16["addmv"].accuracy.atol) == (0.003, 1e-5)
     assert fp16["masked.logsumexp"].info["pytorch_lists"] == ["skipped by op_db (every dtype)"]
@@ -124,12 +125,14 @@ def test_every_small_architecture_builds_offline_and_returns_outputs(tmp_path: P
 
 def test_old_state_files_gain_the_new_columns_and_read_as_empty(tmp_path: Path) -> None:
     old = (
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); CREATE TABLE jobs (key TEXT PRIMARY KEY, position INTEGER NOT NULL, "
-        "program TEXT NOT NULL, label TEXT NOT NULL, options TEXT NOT NULL, source_sha TEXT NOT NULL, status TEXT NOT NULL, verdict TEXT, "
-        "error_kind TEXT, explanation TEXT, worst_leaf TEXT, worst_ulp REAL, max_abs REAL, symptoms TEXT, seconds REAL, run_dir TEXT, "
-        "where_ran TEXT, started REAL, finished REAL, bug TEXT); CREATE TABLE bugs (id TEXT PRIMARY KEY, description TEXT NOT NULL, "
-        "representative TEXT NOT NULL, status TEXT NOT NULL, message TEXT, tokens_before INTEGER, tokens_after INTEGER, repro TEXT, started REAL, finished REAL);"
-        "INSERT INTO jobs (key, position, program, label, options, source_sha, status, verdict) VALUES ('k', 0, '/p.py', '', '{}', 's', 'done', 'match');"
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); CREATE TABLE jobs (key TEXT PRIMARY KEY,"
+        " position INTEGER NOT NULL, program TEXT NOT NULL, label TEXT NOT NULL, options TEXT NOT NULL, source_sha TEXT"
+        " NOT NULL, status TEXT NOT NULL, verdict TEXT, error_kind TEXT, explanation TEXT, worst_leaf TEXT, worst_ulp"
+        " REAL, max_abs REAL, symptoms TEXT, seconds REAL, run_dir TEXT, where_ran TEXT, started REAL, finished REAL,"
+        " bug TEXT); CREATE TABLE bugs (id TEXT PRIMARY KEY, description TEXT NOT NULL, representative TEXT NOT NULL,"
+        " status TEXT NOT NULL, message TEXT, tokens_before INTEGER, tokens_after INTEGER, repro TEXT, started REAL,"
+        " finished REAL);INSERT INTO jobs (key, position, program, label, options, source_sha, status, verdict) VALUES"
+        " ('k', 0, '/p.py', '', '{}', 's', 'done', 'match');"
     )
     conn = sqlite3.connect(tmp_path / "sweep.sqlite")
     conn.executescript(old)
@@ -206,7 +209,7 @@ def test_a_zoo_sweep_keeps_time_memory_and_pytorchs_check_beside_each_verdict(zo
         conn.execute("UPDATE jobs SET pytorch = NULL, pytorch_detail = NULL")
     conn.close()
     again = run_sweep(config)
-    assert again.ran == 0 and {r.name: r.pytorch for r in again.jobs} == {n: PASS for n in rows}
+    assert again.ran == 0 and {r.name: r.pytorch for r in again.jobs} == dict.fromkeys(rows, PASS)
 
 
 @pytest.mark.slow

@@ -12,7 +12,10 @@ from engine.protocol import TRITON_CPU_WORKER_ENV as WORKER_ENV
 
 pytest.importorskip("triton")
 
-FUSED = "import torch\ndef fn(x, y):\n    return torch.relu(x * y + 1.0), (x * 2).sum(-1)\ndef inputs():\n    return torch.randn(8, 16), torch.randn(8, 16)\n"
+FUSED = (
+    "import torch\ndef fn(x, y):\n    return torch.relu(x * y + 1.0), (x * 2).sum(-1)\ndef inputs():\n    return"
+    " torch.randn(8, 16), torch.randn(8, 16)\n"
+)
 TANH = "import torch\ndef fn(x):\n    return torch.tanh(x) * 2\ndef inputs():\n    return (torch.randn(8, 16),)\n"
 BIG = "import torch\ndef fn(x):\n    return (x * 3).sum(0)\ndef inputs():\n    return (torch.randn(512, 512),)\n"
 
@@ -61,7 +64,10 @@ def test_large_inputs_give_the_source_only(runner, triton_runner, tmp_path):
 @pytest.mark.slow
 def test_a_run_out_of_interpreting_time_stops_with_its_source(runner, triton_runner, tmp_path):
     """The live stage names the kernel being interpreted; past the time left for it the run stops, source kept."""
-    slow = "import torch\ndef fn(x):\n    return torch.softmax(x, -1)\ndef inputs():\n    return (torch.randn(64, 1000),)\n"
+    slow = (
+        "import torch\ndef fn(x):\n    return torch.softmax(x, -1)\ndef inputs():\n    return (torch.randn(64,"
+        " 1000),)\n"
+    )
     _, tri = triton_pass(runner, triton_runner, tmp_path, slow, timeout_s=36)  # 36 s leaves a few for interpreting
     assert tri.error.kind is ErrorKind.TIMEOUT and "still running triton_" in tri.error.message, tri.explanation
     assert any(stage.startswith("interpreting triton_") for stage in tri.stage_seconds)

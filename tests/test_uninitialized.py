@@ -1,4 +1,5 @@
-"""Uninitialized memory (torch.empty and its family) is not a value: elements nobody wrote are left out of the comparison."""
+"""Uninitialized memory (torch.empty and its family) is not a value: elements nobody wrote are left out of the
+comparison."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Llama from a small config (4 layers, 256 wide, 8 heads, 2 KV heads), random weights, bf16, 2 x 64 tokens, cache off."""
+"""Llama from a small config (4 layers, 256 wide, 8 heads, 2 KV heads), random weights, bf16, 2 x 64 tokens,
+cache off."""
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
