@@ -20,7 +20,7 @@ class OptionsError(ValueError):
     """An option has a value the engine cannot honour."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckOptions:
     """Everything that changes how a snippet is checked.
 

@@ -50,7 +50,7 @@ _SAMPLE = re.compile(
 )  # a zoo leaf's sample: out['sample[3]'], input args[0]['sample[3]'][1]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepConfig:
     paths: tuple[str, ...]
     axes: tuple[matrix.Axis, ...] = ()
