@@ -110,6 +110,16 @@ def test_inside_is_skipped_and_says_why_where_it_does_not_apply(runner: Runner, 
     assert plain.inside.judged >= 1 and plain.verdict in (Verdict.MATCH, Verdict.BENIGN)
 
 
+@pytest.mark.slow
+def test_with_cpp_wrapper_the_check_runs_without_the_hooks(runner: Runner, tmp_path: Path) -> None:
+    # the hooks are Python lines in the wrapper: in a C++ wrapper they were a compile error on every program
+    source = "import torch\n\ndef fn(x):\n    return x.sin() * 2\n\ndef inputs():\n    return (torch.randn(64),)\n"
+    options = CheckOptions(timeout_s=300, inductor_config={"cpp_wrapper": True})
+    cpp = runner.check(source, options, "s.py", run_dir=tmp_path / "c")
+    assert cpp.verdict in (Verdict.MATCH, Verdict.BENIGN), cpp.explanation
+    assert cpp.inside is not None and cpp.inside.status == "skipped" and "cpp_wrapper" in cpp.inside.explanation
+
+
 @pytest.mark.parametrize(
     "holder",
     [

@@ -219,6 +219,11 @@ def _inside_skipped(options: CheckOptions) -> str | None:
         return "Triton on CPU runs the kernels in its interpreter"
     if options.localize is not None:
         return "a localization step runs instead"
+    import torch._inductor.config as inductor_config
+
+    # the hooks are Python lines in the wrapper: a C++ wrapper with them does not compile (checked on torch 2.13)
+    if options.inductor_config.get("cpp_wrapper") or inductor_config.cpp_wrapper:
+        return "cpp_wrapper: Inductor's intermediate hooks exist only in the Python wrapper"
     return None
 
 
