@@ -181,10 +181,35 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
     return GraphFunction(function, tuple(user), tuple(lifted))
 
 
+# functions Dynamo records by their C binding (`torch._C._nn.X`) whose public name is `torch.nn.functional.X`
+_PUBLIC_NN = frozenset(
+    {
+        "linear",
+        "gelu",
+        "silu",
+        "elu",
+        "softplus",
+        "leaky_relu",
+        "hardtanh",
+        "pad",
+        "log_sigmoid",
+        "hardsigmoid",
+        "hardswish",
+    }
+)
+
+
 def _printable(tree: ast.AST) -> None:
     """What the graph prints as reprs, back to code: `device(type='cpu')`, `inf`, `nan`."""
 
     class Fix(ast.NodeTransformer):
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            self.generic_visit(node)
+            # `torch._C._nn.linear`, as Dynamo records it, is `torch.nn.functional.linear` to a reader
+            if node.attr in _PUBLIC_NN and ast.unparse(node.value) == "torch._C._nn":
+                return ast.parse(f"torch.nn.functional.{node.attr}", mode="eval").body
+            return node
+
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
             if isinstance(node.func, ast.Name) and node.func.id == "device":

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import CheckOptions, Runner
-from minimizer.oracle import Checked, DivergenceOracle, Signature
+from minimizer.oracle import Checked, DivergenceOracle, Refusal, Signature, refusal_summary
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
 from minimizer.reducer import (
@@ -38,7 +38,9 @@ from minimizer.reducer import (
     digest,
     load_checkpoint,
 )
-from minimizer.report import issue_title, locate, render
+from minimizer.body import Settled, fresh_runner, settle
+from minimizer.mechanism import read_graphs
+from minimizer.report import issue_title, leaf_of, locate, origin_of, render
 from minimizer.repro import ReproError, Verification, emit, verify
 from minimizer.size import Size, measure, sort_key
 from minimizer.syntax import canonical, fresh, keeps_style, prune, statically_plausible, tidy_tree, unparse
@@ -71,6 +73,8 @@ class MinimizeResult:
         tuple[str, int], ...
     ] = ()  # candidates the oracle refused, by outcome (other-state: a slip the eval-state guard caught)
     title: str | None = None  # the issue's title (GitHub's title field; the report is its body)
+    refusals: tuple[Refusal, ...] = ()  # the first candidates refused, each with its pass, verdict and what it lost
+    body: Settled | None = None  # the issue body's script as it ran: its printed values, the side that is wrong
 
 
 def minimize(
@@ -108,11 +112,13 @@ def minimize(
     )
     problem = _starting_problem(ctx, checkpoint_root, on_progress)
     stats = _reduce(ctx, problem, use_graph=use_graph, use_shrinkray=use_shrinkray)
+    for line in refusal_summary(ctx.oracle.refused)[:REFUSAL_LINES]:
+        ctx.note(line)
     if ctx.stop():
         return _stopped(ctx, problem, stats)
     confirmation = _confirm(ctx, problem)
     cut_short = ctx.stop()  # the repro run may have been killed for it; the ablation is skipped
-    report = _report(ctx, confirmation) if ablation and not cut_short else None
+    report, body = _report(ctx, confirmation) if ablation and not cut_short else (None, None)
     return ctx.result(
         problem,
         stats,
@@ -125,7 +131,8 @@ def minimize(
         stopped=cut_short,
         fell_back=confirmation.fell_back,
         final_check=confirmation.final_run,
-        title=issue_title(ctx.signature, confirmation.final_run),
+        title=issue_title(ctx.signature, confirmation.final_run, body.side if body is not None else None),
+        body=body,
     )
 
 
@@ -237,6 +244,7 @@ class _Context:
             guard_calls=self.oracle.guard_calls,
             guard_seconds=self.oracle.guard_seconds,
             refused=tuple(sorted(self.oracle.refusals().items())),
+            refusals=tuple(self.oracle.refused),
             **outcome,
         )
 
@@ -266,6 +274,7 @@ def _starting_problem(
         should_stop=ctx.stop,
         plausible=plausible,
     )
+    ctx.oracle.pass_name = lambda: problem.pass_name  # each refusal is recorded with the pass that proposed it
     if not ctx.stop() and not _tidy_first(problem):
         # dead code the program needs (a draw that shifts the RNG, say): prune nothing behind the oracle's back
         ctx.note("tidying the program loses the divergence: dead code is removed only where the oracle agrees")
@@ -287,6 +296,9 @@ def _tidy_first(problem: Problem) -> bool:
         return tidied == problem.current or problem.try_adopt(tidied)
     except BudgetExhausted:  # out of time (or asked to stop) before the first candidate: nothing was refused
         return True
+
+
+REFUSAL_LINES = 12  # of the refusals' summary in the notes: every graph-path candidate first, then by pass
 
 
 # -- reducing: our passes to a fixpoint, shrinkray's polish and our passes again, then the finishing passes --
@@ -486,9 +498,37 @@ def fall_back(
 
 
 # -- reporting: the ablation ladder, run as the user runs it --
-def _report(ctx: _Context, confirmation: _Confirmation) -> str:
-    """The report of the offered candidate: its signature, its re-check and the ablation ladder."""
+def _report(ctx: _Context, confirmation: _Confirmation) -> tuple[str, Settled | None]:
+    """The issue body of the offered candidate: its shortest script, settled by running it (minimizer/body.py), where
+    it came from, its re-check's figures and the ablation ladder."""
     rows, _ = locate(
         ctx.runner, confirmation.final, ctx.options, ctx.signature, ctx.work_dir / "ablation"
     )  # the ladder as the user runs it
-    return render(confirmation.final, ctx.signature, confirmation.final_run, rows, confirmation.verified)
+    result = confirmation.final_run.result
+    leaf = leaf_of(ctx.signature, result)
+    settled = None
+    if leaf is not None and not ctx.stop():
+        run = fresh_runner(
+            ctx.python or ctx.runner.python,
+            ctx.work_dir / "body",
+            ctx.runner.cache_dir,
+            ctx.options.timeout_s,
+            ctx.stop,
+        )
+        random_calls = bool(read_graphs(result.code.fx_graphs).random_ops)
+        settled = settle(confirmation.final, leaf, ctx.oracle.candidate_options, run, random_calls=random_calls)
+        if settled is None:
+            ctx.note("no short script shows the difference on its own: the body shows the program as it is")
+        elif settled.dropped:
+            ctx.note(f"the body's script shows it without {', '.join(settled.dropped)}: left out")
+    origin = origin_of(ctx.oracle.filename, ctx.signature, ctx.oracle.origin, ctx.options)
+    body = render(
+        confirmation.final,
+        ctx.signature,
+        confirmation.final_run,
+        rows,
+        confirmation.verified,
+        settled=settled,
+        origin=origin,
+    )
+    return body, settled

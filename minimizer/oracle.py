@@ -25,7 +25,7 @@ import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -34,6 +34,7 @@ from engine import CheckOptions, CheckResult, LeafKind, Runner, Symptom, Verdict
 from engine.judge import mechanisms
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
 from minimizer.mechanism import GraphFacts, read_graphs
+from minimizer.size import count_tokens
 from minimizer.syntax import canonical
 
 SWITCHES = ("fallback_random", "emulate_precision_casts")
@@ -107,9 +108,87 @@ def classify(signature: Signature, result: CheckResult) -> Outcome:
         return Outcome.OTHER_STATE
     named = [l for l in result.leaves if l.name == signature.leaf]
     pool = named or [l for l in result.leaves if l.kind is signature.kind]
-    if any(l.verdict is Verdict.DIVERGENT and frozenset(l.symptoms) == signature.symptoms for l in pool):
+    if any(
+        leaf.verdict is Verdict.DIVERGENT and same_symptoms(signature.symptoms, frozenset(leaf.symptoms))
+        for leaf in pool
+    ):
         return Outcome.INTERESTING
     return Outcome.OTHER_SYMPTOM
+
+
+def same_symptoms(target: frozenset[Symptom], found: frozenset[Symptom]) -> bool:
+    """The target's symptoms, and at most a layout difference besides.
+
+    A cut that returns an intermediate may expose strides Inductor never promised for it, or a rewrite's own layout
+    (the SDPA pattern returns attention's output in another layout than the matmul it replaced): the same bug seen
+    one node earlier, which the graph path must be able to keep. Nothing else may be gained or lost, and a stride
+    difference alone never turns into a value one.
+    """
+    return target <= found and found - target <= {Symptom.STRIDE}
+
+
+def lost(signature: Signature, result: CheckResult, outcome: Outcome, report: IntermediatesReport | None = None) -> str:
+    """What a refused candidate lost of the signature, in words: the one line a user needs to see why it went."""
+    if outcome is Outcome.ERROR:
+        message = (result.error.message if result.error is not None else result.explanation).strip()
+        kind = result.error.kind.value if result.error is not None else "error"
+        return f"{kind}: {message.splitlines()[0][:160] if message else 'no message'}"
+    if outcome is Outcome.NOT_DIVERGENT:
+        said = result.explanation.removeprefix(f"{result.verdict.value}: ")
+        return f"{result.verdict.value}: {said.split(' (')[0][:160]}"
+    if outcome is Outcome.OTHER_STATE:
+        facts = read_graphs(result.code.fx_graphs)
+        return f"the compiled region is in {facts.state()}, the original in {signature.state.state()}"
+    if outcome is Outcome.OTHER_START:
+        found = (
+            f"starts at `{report.first.op}`"
+            if report is not None and report.status == "found" and report.first is not None
+            else f"first diverging intermediate: {report.status if report is not None else 'not localized'}"
+        )
+        target = f"`{signature.first_op}`" if signature.first_op else signature.start
+        return f"{found}, the original {target}"
+    diverging = [leaf for leaf in result.leaves if leaf.verdict is Verdict.DIVERGENT]
+    shown = "; ".join(
+        f"`{leaf.name}` ({leaf.kind.value}) with {', '.join(sorted(s.value for s in leaf.symptoms)) or 'no symptom'}"
+        for leaf in diverging[:3]
+    )
+    target = ", ".join(sorted(s.value for s in signature.symptoms))
+    named = any(leaf.name == signature.leaf for leaf in result.leaves)
+    where = "" if named else f" (it has no leaf `{signature.leaf}`: any {signature.kind.value} leaf would do)"
+    return f"divergent in {shown or 'no leaf'}; wanted `{signature.leaf}` ({signature.kind.value}) with {target}{where}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One candidate the oracle refused: in which pass, how large, its verdict and what it lost of the signature."""
+
+    pass_name: str
+    tokens: int
+    outcome: Outcome
+    verdict: str
+    lost: str
+
+    def describe(self) -> str:
+        return f"{self.pass_name}, {self.tokens} tokens: {self.outcome.value}; {self.lost}"
+
+
+GRAPH_PASSES = ("graph_rewrite", "truncate_output", "promote_to_inputs")
+REFUSALS_KEPT = 400  # a long reduction refuses thousands; the first ones say the most
+
+
+def refusal_summary(refusals: Sequence[Refusal]) -> list[str]:
+    """The report's lines on refused candidates: every graph-path candidate (the moves that shrink most, where one
+    refusal explains a model that stays large), then the other passes' refusals by pass and outcome, one example each."""
+    lines = [f"refused {r.describe()}" for r in refusals if r.pass_name == "graph_rewrite"]
+    groups: dict[tuple[str, Outcome], list[Refusal]] = {}
+    for r in refusals:
+        if r.pass_name != "graph_rewrite":
+            groups.setdefault((r.pass_name, r.outcome), []).append(r)
+    for (name, outcome), members in groups.items():
+        lines.append(
+            f"refused {len(members)} in {name}, {outcome.value}, e.g. {members[0].tokens} tokens: {members[0].lost}"
+        )
+    return lines
 
 
 def kernel_set(result: CheckResult) -> tuple[str, ...]:
@@ -152,6 +231,7 @@ class DivergenceOracle:
         self.parallelism = parallelism
         self.signature: Signature | None = None
         self.baseline: CheckResult | None = None
+        self.origin: Checked | None = None
         self.outcomes: Counter[Outcome] = Counter()
         self.calls = 0
         self.guard_calls = 0
@@ -160,6 +240,8 @@ class DivergenceOracle:
         self._graphs: dict[str, tuple[str, ...]] = {}
         self._kernels: dict[str, tuple[str, ...]] = {}
         self._guarded_kernels: tuple[str, ...] | None = None
+        self.pass_name: Callable[[], str] = lambda: "start"  # the reduction's current pass, for the refusals' record
+        self.refused: list[Refusal] = []  # the first REFUSALS_KEPT candidates refused, with what each lost
         self.last: dict[
             str, Checked
         ] = {}  # the last full run of a candidate, by source (the final one feeds the report)
@@ -210,6 +292,7 @@ class DivergenceOracle:
             report.first.op if report is not None and report.status == "found" and report.first is not None else None
         )
         self.signature = replace(base, start=start, first_op=first_op)
+        self.origin = probe  # the original's run with its intermediates: where the issue body says it came from
         # a localization that could not run says nothing about where candidates start: only the other guards hold
         self.start_guard = start in ("found", "none-diverges", "backward-not-compared")
         self.baseline = first
@@ -261,6 +344,8 @@ class DivergenceOracle:
         outcomes = [(classify(self.signature, c.result), c.result) for c in checked]
         for candidate, (outcome, result), run in zip(candidates, outcomes, checked):
             self.outcomes[outcome] += 1
+            if outcome is not Outcome.INTERESTING:
+                self._record(candidate, outcome, result)
             if outcome is Outcome.INTERESTING:
                 self._graphs[candidate] = result.code.fx_graphs
                 self._kernels[candidate] = kernel_set(result)
@@ -291,7 +376,21 @@ class DivergenceOracle:
             self._guarded_kernels = kernel_set(run.result)
         else:
             self.outcomes[Outcome.OTHER_START] += 1
+            outcome = classify(self.signature, run.result)
+            self._record(
+                candidate,
+                Outcome.OTHER_START if outcome is Outcome.INTERESTING else outcome,
+                run.result,
+                run.intermediates,
+            )
         return ok
+
+    def _record(
+        self, candidate: str, outcome: Outcome, result: CheckResult, report: IntermediatesReport | None = None
+    ) -> None:
+        if len(self.refused) < REFUSALS_KEPT and self.signature is not None:
+            why = lost(self.signature, result, outcome, report)
+            self.refused.append(Refusal(self.pass_name(), count_tokens(candidate), outcome, result.verdict.value, why))
 
     def final_check(self, source: str) -> Checked:
         """Re-run the final candidate with its intermediates: a flip shows flakiness, and its figures feed the report."""

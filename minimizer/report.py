@@ -29,9 +29,10 @@ from engine import (
     Verdict,
     run_localization,
 )
-from minimizer import standalone
+from minimizer.body import Settled, Side
 from minimizer.mechanism import read_graphs
 from minimizer.oracle import Checked, Outcome, Signature, classify
+from minimizer.standalone import SMALL
 
 LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
@@ -110,24 +111,30 @@ DIFFERS = {
 }
 
 
-def title(program_ops: tuple[str, ...], signature: Signature | None, result: CheckResult) -> str:
+def title(
+    program_ops: tuple[str, ...], signature: Signature | None, result: CheckResult, side: Side | None = None
+) -> str:
     """Torch ops only, read from the minimized program's own Dynamo graph (never a constructor or a dunder), and what
-    differs in words."""
+    differs in words; an issue about eager's inaccuracy says so (compiled is the nearer side there)."""
     device = result.environment.get("device", result.options.device or "cpu")
     # the op where the divergence starts leads, when the program calls it by that name (remainder, acosh)
     start = ((signature.first_op if signature is not None else None) or "").removeprefix("aten.").split(".")[0]
     ops = ", ".join(f"`{o}`" for o in sorted(program_ops, key=lambda o: o != start)[:3]) or "this program"
     symptoms = signature.symptoms if signature is not None else frozenset()
     differs = " and ".join([w for s, w in DIFFERS.items() if s in symptoms][:2]) or "results"
+    if side is Side.EAGER:
+        return f"[{device}] {ops}: eager is less accurate than torch.compile ({differs} further from the exact ones)"
     return f"[inductor][{device}] {ops}: torch.compile gives different {differs} from eager"
 
 
-def issue_title(signature: Signature | None, final: Checked | None) -> str | None:
+def issue_title(signature: Signature | None, final: Checked | None, side: Side | None = None) -> str | None:
     """The issue's title (it goes in GitHub's title field, not in the body), from the final re-check."""
-    return title(read_graphs(final.result.code.fx_graphs).ops, signature, final.result) if final is not None else None
+    if final is None:
+        return None
+    return title(read_graphs(final.result.code.fx_graphs).ops, signature, final.result, side)
 
 
-def _leaf(signature: Signature | None, result: CheckResult) -> LeafResult | None:
+def leaf_of(signature: Signature | None, result: CheckResult) -> LeafResult | None:
     if signature is None:
         return None
     named = [l for l in result.leaves if l.name == signature.leaf and l.verdict is Verdict.DIVERGENT]
@@ -210,16 +217,84 @@ def _and_values(leaf: LeafResult) -> str:
     )
 
 
-def start_line(run: Checked | None) -> str:
-    """Where the divergence starts, when the final re-check localized it; "" otherwise (our tooling's limits stay out)."""
+@dataclass(frozen=True)
+class Origin:
+    """Where the minimized bug came from: the user's file, the line of its first diverging value, the dtype it ran in
+    and what eager and compiled computed there (the establishing check's localization), for one sentence of the body."""
+
+    filename: str
+    dtype: str | None
+    leaf: str
+    line: int | None = None
+    code: str = ""
+    eager: str | None = None
+    compiled: str | None = None
+
+    def sentence(self) -> str:
+        where = f"line {self.line} of `{self.filename}`, `{self.code.strip()}`" if self.line else f"`{self.filename}`"
+        dtype = f" in {self.dtype}" if self.dtype else ""
+        there = (
+            f": {self.compiled} there where eager computes {self.eager}"
+            if self.eager is not None and self.compiled is not None and self.eager != self.compiled
+            else f" (its output `{self.leaf}`)"
+        )
+        return f"Minimized from {where}{dtype}{there}."
+
+
+_WORST = re.compile(r"worst at \[([^\]]*)\]: eager (\S+?),? compiled (\S+?)\)")
+
+
+def origin_of(filename: str, signature: Signature, run: Checked | None, options: CheckOptions) -> Origin:
+    """The origin sentence's facts, from the establishing check: its first diverging node's line and values."""
+    result = run.result if run is not None else None
+    leaf = leaf_of(signature, result) if result is not None else None
+    dtype = {"bf16": "bfloat16", "fp16": "float16"}.get(options.dtype or "") or (leaf.dtype if leaf else None)
     report = run.intermediates if run is not None else None
-    if report is None or report.status != "found" or report.first is None:
-        return ""
-    kernel = f", computed by kernel `{report.kernel}`" if report.kernel else ""
-    caution = (
-        " (with every intermediate exposed the output no longer diverges: a hint)" if not report.reproduced else ""
+    if report is None or report.status != "found" or report.first is None or not report.first.site.line:
+        return Origin(filename, dtype, signature.leaf)
+    worst = _WORST.search(report.first.explanation)
+    return Origin(
+        filename,
+        dtype,
+        signature.leaf,
+        report.first.site.line,
+        report.first.site.code,
+        worst.group(2) if worst else None,
+        worst.group(3) if worst else None,
     )
-    return f"First diverging intermediate of the ATen graph Inductor compiles: `{report.first.node} = {report.first.op}`{kernel}{caution}."
+
+
+def _values(v: object) -> str:
+    """A printed value as the body quotes it: lists as printed, floats to 7 significant digits."""
+    if isinstance(v, float):
+        return f"`{v:.7g}`"
+    return f"`{v}`"
+
+
+def expected_vs_actual(settled: Settled, leaf: LeafResult | None) -> str:
+    """One sentence: what was expected (from whom) and what compiled gave, and which side is wrong."""
+    shown, how = settled.shown, settled.expected
+    symptoms = set(leaf.symptoms) if leaf is not None else set()
+    at = f" at index {list(leaf.worst_index)}" if leaf is not None and leaf.worst_index and leaf.numel > SMALL else ""
+    if shown.eager is None or shown.compiled is None:
+        structure = [w for s, w in DIFFERS.items() if s in symptoms][:2]
+        return (
+            f"`torch.compile` gives other {' and '.join(structure) or 'results'} than eager (the script prints both), "
+            "which Inductor promises to keep: compiled is wrong."
+        )
+    e, c, x = _values(shown.eager), _values(shown.compiled), _values(shown.expected)
+    if how and shown.expected is not None:
+        who = {
+            Side.COMPILED: f"eager gives {e}, `torch.compile` gives {c}: compiled is wrong",
+            Side.EAGER: f"`torch.compile` gives {c}, nearer than eager's {e}: eager is wrong here and compiled is not "
+            "(an inaccuracy of eager's kernel)",
+            Side.BOTH: f"eager gives {e} and `torch.compile` {c}: both are wrong",
+        }.get(settled.side, f"eager gives {e} and `torch.compile` {c}")
+        return f"Expected {x}{at} ({how}); {who}."
+    return (
+        f"Expected eager's {e}{at}; `torch.compile` gives {c} "
+        "(no exact value to judge by: the program has no float64 or Python counterpart here)."
+    )
 
 
 def render(
@@ -229,68 +304,52 @@ def render(
     rows: tuple[AblationRow, ...],
     verified: bool,
     *,
+    settled: Settled | None = None,
+    origin: Origin | None = None,
     logs: str = "",
     environment: str = "",
 ) -> str:
-    """The issue body in the sections of PyTorch's bug template: a script that runs as pasted (minimizer/standalone.py),
-    expected and actual in a sentence each, where it starts, the ablation, and the versions. The title is not in it
-    (`issue_title`: GitHub's title field).
+    """The issue body, in PyTorch's bug template: one sentence of expected vs actual and who is wrong, one of where it
+    came from, the shortest script that shows it (minimizer/body.py settled it: literal inputs, only the switches it
+    needs), what it printed, the backends in one line, and the versions. The title is not in it (`issue_title`).
 
-    `signature` is None for a run that was not minimized (`divergence export`): the body then quotes the check's own
-    explanation. `logs` goes under "Error logs"; `environment` (collect_env's text) replaces the one-line versions
-    of the check's environment.
+    Without a settled script (a gradient, a module's state, a verbatim script) the body shows the program as it is
+    and the check's own explanation. `logs` goes under "Error logs"; `environment` (collect_env's text) replaces the
+    one-line versions of the check's environment.
     """
     result = final.result if final is not None else None
-    leaf = _leaf(signature, result) if result is not None else None
-    runnable = standalone.script(program, leaf, result.options) if leaf is not None and result is not None else None
+    leaf = leaf_of(signature, result) if result is not None else None
     lines = ["### 🐛 Describe the bug", ""]
-    if runnable is not None:
-        lines += [
-            "`torch.compile` returns a different result from eager for this program and raises nothing; the script prints both:",
-            "",
-            "```python",
-            runnable.rstrip(),
-            "```",
-            "",
-        ]
+    if settled is not None:
+        lines += [expected_vs_actual(settled, leaf)]
+        if origin is not None:
+            lines += [origin.sentence()]
+        lines += ["", "```python", settled.script.rstrip(), "```", ""]
     else:
         lines += [
-            "`torch.compile` returns a different result from eager for this program and raises nothing"
-            + (" (`repro.py`, attached, runs it both ways and compares):" if verified else ":"),
+            "`torch.compile` returns a different result from eager for this program and raises nothing:",
             "",
             "```python",
             program.rstrip(),
             "```",
             "",
         ]
-    if "torch.testing._internal" in program:  # op_db's samples: the script cannot be shorter than the database it reads
-        lines += [
-            "The inputs are a sample of PyTorch's OpInfo database (`op_db`), whose module needs `expecttest` "
-            "(`pip install expecttest`, one of PyTorch's test dependencies).",
-            "",
-        ]
-    if leaf is not None:
-        expected, actual = expected_actual(leaf)
-        lines += [f"**Expected:** {expected}", f"**Actual:** {actual}", ""]
-    elif result is not None:
-        lines += [f"The check: {result.explanation}", ""]
-    if start := start_line(final):
-        lines.append(start)
+        if "torch.testing._internal" in program:  # op_db's samples: the script cannot be shorter than that database
+            lines += [
+                "The inputs are a sample of PyTorch's OpInfo database (`op_db`), whose module needs `expecttest` "
+                "(`pip install expecttest`, one of PyTorch's test dependencies).",
+                "",
+            ]
+        if leaf is not None:
+            expected, actual = expected_actual(leaf)
+            lines += [f"**Expected:** {expected}", f"**Actual:** {actual}", ""]
+        elif result is not None:
+            lines += [f"The check: {result.explanation}", ""]
+        if origin is not None:
+            lines += [origin.sentence(), ""]
     if ladder := ablation_line(rows):
         lines.append(f"Backends: {ladder}.")
-    if verified:
-        lines.append(
-            "`repro.py` (attached) checks every output on its own: eager vs compiled vs a float64 reference; it exits 1 while the bug is present."
-        )
-    lines += [
-        "",
-        "### Error logs",
-        "",
-        logs.strip() or "None: nothing raises; the values differ (the script's output above).",
-        "",
-        "### Versions",
-        "",
-    ]
+    lines += ["", "### Error logs", "", logs.strip() or "None: nothing raises.", "", "### Versions", ""]
     if environment.strip():
         lines += ["```", environment.strip(), "```"]
     elif result is not None:

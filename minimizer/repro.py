@@ -419,6 +419,7 @@ def verify(
     should_stop: Callable[[], bool] | None = None,
     inductor_cache: Path | None = None,
     expect: tuple[str, Iterable[str]] | None = None,
+    isolated: bool = False,
 ) -> Verification:
     """Run the script in a fresh interpreter (no state shared with anything that ran before).
 
@@ -427,7 +428,8 @@ def verify(
 
     `should_stop` is polled while it runs; when it returns True the interpreter is killed and the
     script counts as not verified. `inductor_cache` lends it the oracle's compile cache: the repro
-    compiles the graph the last check compiled, so it loads the same kernels instead of running g++.
+    compiles the graph the last check compiled, so it loads the same kernels instead of running g++. `isolated`
+    runs it as `python -I` (no PYTHONPATH, no user site: nothing of ours importable), as a maintainer pastes it.
     """
     directory = Path(work_dir or tempfile.mkdtemp(prefix="repro-"))
     directory.mkdir(parents=True, exist_ok=True)
@@ -438,7 +440,11 @@ def verify(
     with open(out_path, "w") as out_file, open(err_path, "w") as err_file:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache)) if inductor_cache is not None else None
         process = subprocess.Popen(
-            [python or sys.executable, str(path)], stdout=out_file, stderr=err_file, cwd=directory, env=env
+            [python or sys.executable, *(["-I"] if isolated else []), str(path)],
+            stdout=out_file,
+            stderr=err_file,
+            cwd=directory,
+            env=env,
         )
         deadline = time.monotonic() + timeout_s
         why = ""

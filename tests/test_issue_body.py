@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine import CheckOptions, Runner, Verdict
+from minimizer.body import Side, fresh_runner, settle
 from minimizer.oracle import Checked, signature_of
 from minimizer.report import issue_title, render
 
@@ -43,69 +44,59 @@ def run_pasted(script: str, tmp_path: Path, inductor_cache: Path) -> subprocess.
     return ran
 
 
+def code_lines(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
 @pytest.mark.slow
-def test_the_issue_body_runs_as_pasted_and_shows_the_difference(
+def test_the_issue_body_is_the_op_its_inputs_and_pythons_answer_and_runs_as_pasted(
     runner: Runner, inductor_cache: Path, tmp_path: Path
 ) -> None:
     program = CASE.read_text()
-    result = runner.check(
-        program,
-        CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True}),
-        "snippet.py",
-        run_dir=tmp_path / "check",
-    )
+    options = CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True})
+    result = runner.check(program, options, "snippet.py", run_dir=tmp_path / "check")
     assert result.verdict is Verdict.DIVERGENT, result.explanation
     signature = signature_of(result)
-    body = render(program, signature, Checked(result), (), True)
     leaf = next(l for l in result.leaves if l.name == signature.leaf)
-
+    run = fresh_runner(sys.executable, tmp_path / "settle", inductor_cache, 300, None)
+    settled = settle(program, leaf, options, run)
+    assert settled is not None
+    body = render(program, signature, Checked(result), (), True, settled=settled)
     script = code_block(body)
-    assert "torch.compile(" in script and "torch.manual_seed(" in script and "emulate_precision_casts = True" in script
-    assert "a.double() if a.is_floating_point()" in script  # the float64 run is one
-    ran = run_pasted(script, tmp_path, inductor_cache)
-    shown = re.search(r"^at index (\[.*\]) : eager (\S+) \| compiled (\S+) \| float64 (\S+)$", ran.stdout, re.M)
-    assert shown is not None, ran.stdout
-    assert (
-        shown[1] == str(list(leaf.worst_index))
-        and (shown[2], shown[3]) == (leaf.eager_value, leaf.compiled_value)
-        and shown[2] != shown[3]
-    )
-    assert shown[4] == leaf.eager_value  # float64 sides with eager: 1.0 // 0.1 is 9
-    assert re.search(rf"^{leaf.mismatches} of {leaf.numel} elements differ", ran.stdout, re.M), ran.stdout
 
-    # PyTorch's template, in plain words: no title heading (GitHub's title field gets it), no tool vocabulary
-    assert body.startswith("### 🐛 Describe the bug") and "### Error logs" in body and "### Versions" in body
-    for ours in ("kept while minimizing", "mechanism", "signature", "(value)"):
+    # what a maintainer wants: the op, its inputs written out, eager, compile, Python's answer; nothing else
+    assert script == settled.script and len(code_lines(script)) <= 12, script
+    assert "torch._inductor" not in script and settled.dropped == ("emulate_precision_casts", "fallback_random")
+    assert "a = torch.tensor([1.0, 0.5, 6.0, 1.0, 7.0, -1.0])" in script and "manual_seed" not in script
+    for harness in ("def run(", "ARGS", "deepcopy", "Float64Sequences", "inputs"):
+        assert harness not in script, harness
+    ran = run_pasted(script, tmp_path, inductor_cache)
+    printed = dict(re.findall(r"^(eager|compiled|Python) +(\[.*\])$", ran.stdout, re.M))
+    assert set(printed) == {"eager", "compiled", "Python"}, ran.stdout
+    assert printed["eager"] == printed["Python"] != printed["compiled"]  # 1.0 // 0.1 is 9, as Python says
+    assert settled.side is Side.COMPILED and settled.expected == "Python"
+
+    # one sentence of expected vs actual, naming the side; PyTorch's template without our tool's words
+    first = body.split("\n\n")[1]
+    assert first.startswith("Expected `[9.0,") and first.endswith("compiled is wrong.") and "(Python)" in first, first
+    assert body.startswith("### 🐛 Describe the bug") and "### Versions" in body
+    for ours in ("kept while minimizing", "mechanism", "signature", "(value)", "attached", "repro.py"):
         assert ours not in body, ours
-    expected, actual = (re.search(rf"^\*\*{k}:\*\* (.*)$", body, re.M)[1] for k in ("Expected", "Actual"))
-    for sentence in (expected, actual):
-        assert sentence.endswith(".") and ". " not in sentence, sentence  # one sentence each
-    assert f"`{leaf.eager_value}`" in expected and f"`{leaf.compiled_value}`" in actual
-    title = issue_title(signature, Checked(result))
+    title = issue_title(signature, Checked(result), settled.side)
     assert title == "[inductor][cpu] `floor_divide`, `div`: torch.compile gives different values from eager", title
 
 
-@pytest.mark.slow
-def test_the_float64_run_of_a_bf16_arange_is_exact_as_the_checks_reference(
-    runner: Runner, inductor_cache: Path, tmp_path: Path
-) -> None:
-    # arange(..., dtype=bf16) cast to float64 inputs still runs eager's bf16 kernel: the body's float64 run, like
-    # the check's reference, makes the sequence in float64, so it prints the exact value, not eager's
-    program = "import torch\n\ndef fn(n):\n    return torch.arange(n, dtype=torch.bfloat16) * 1\n\ndef inputs():\n    return (10000,)\n"
-    result = runner.check(
-        program,
-        CheckOptions(device="cpu", inductor_config={"fallback_random": True, "emulate_precision_casts": True}),
-        "snippet.py",
-        run_dir=tmp_path / "check",
-    )
-    assert result.verdict is Verdict.DIVERGENT, result.explanation
-    signature = signature_of(result)
-    script = code_block(render(program, signature, Checked(result), (), True))
-    assert "with Float64Sequences():" in script
-    ran = run_pasted(script, tmp_path, inductor_cache)
-    shown = re.search(r"^at index \[(\d+)\] : eager (\S+) \| compiled (\S+) \| float64 (\S+)$", ran.stdout, re.M)
-    assert shown is not None, ran.stdout
-    assert float(shown[4]) == float(shown[1]) != float(shown[2])  # element i of arange is i, and eager's bf16 is not
+def test_eagers_inaccuracy_is_written_as_one() -> None:
+    # where the script printed a compiled value nearer the expected one than eager's, the body is about eager
+    from minimizer.body import Settled, Shown
+
+    settled = Settled("import torch\n", "float64", Shown(4096.0, 4128.0, 4113.0), Side.EAGER, (), (), 1)
+    body = render("import torch\n", None, None, (), False, settled=settled)
+    sentence = body.split("\n\n")[1]
+    assert sentence == (
+        "Expected `4113` (float64); `torch.compile` gives `4128`, nearer than eager's `4096`: eager is wrong "
+        "here and compiled is not (an inaccuracy of eager's kernel)."
+    ), sentence
 
 
 def test_a_body_whose_inputs_come_from_op_db_says_what_it_needs_and_others_do_not() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.gallery import load_cases, minor_version
+from engine import Verdict
 from tests.reference_metrics import stored_figures_disagree
 
 CASES, PROBLEMS = load_cases()
@@ -139,6 +140,20 @@ def test_case_verdict_on_cpu(runner, tmp_path, case, source, options, expected, 
     assert not stored_figures_disagree(r)  # the chunked comparison gives the figures of the whole-tensor one
     _expect(r, case, "cpu", expected["cpu"])
     _figures(r, case, measured, expected["cpu"][1])
+    _known(r, case)
+
+
+def _known(result, case) -> None:
+    """A gallery case with a known upstream cause is recognised as that cause, and no case as another case's."""
+    from engine.judge.known import KNOWN, recognise
+
+    found = recognise(result.leaves, result.code.fx_graphs)
+    named = [k for k in KNOWN if k.case == case.slug]
+    if named and result.verdict is Verdict.DIVERGENT:
+        assert found is not None and found.issue is named[0], f"{case.slug}: recognised as {found}"
+    if found is not None:  # another case's cause only where it is the same upstream issue
+        same = found.issue.case in (None, case.slug) or found.issue.url == case.upstream
+        assert same, f"{case.slug} taken for {found.issue.case}: {found}"
 
 
 @pytest.mark.cuda

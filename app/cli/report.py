@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engine import outputs as leaf_roles
 from engine.judge.headline import headline
+from engine.judge.known import recognise
 from engine.result import CheckResult, LeafResult
 
 LABEL = "interpreted Triton, not GPU Triton"
@@ -83,6 +84,7 @@ def render(result: CheckResult) -> str:
         result.leaves,
         result.error.kind if result.error else None,
         result.inside.origin if result.inside else None,
+        known=recognise(result.leaves, result.code.fx_graphs),
     )
     # the plain sentence and the next step first, the figures after them (issue #26)
     out: list[str] = [f"VERDICT: {result.verdict.value.upper()} — {plain.sentence}.", f"  Next: {plain.next_step}."]

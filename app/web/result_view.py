@@ -21,6 +21,7 @@ from app.web import heatmap as hm
 from engine import CheckResult, ErrorInfo, ErrorKind, GeneratedCode, Kernel, LeafResult, Verdict, records
 from engine import outputs as leaf_roles
 from engine.judge.headline import headline as verdict_headline
+from engine.judge.known import recognise
 
 BANNER = {
     Verdict.MATCH: st.success,
@@ -192,11 +193,13 @@ def banner(result: CheckResult) -> None:
         _cancelled(result, result.error)
         return
     show = BANNER[result.verdict]
+    known = recognise(result.leaves, result.code.fx_graphs)
     plain = verdict_headline(
         result.verdict,
         result.leaves,
         result.error.kind if result.error else None,
         result.inside.origin if result.inside else None,
+        known=known,
     )
     missing = missing_module(result.error.message) if result.error is not None else None
     next_step = (
@@ -208,13 +211,11 @@ def banner(result: CheckResult) -> None:
     # the plain sentence and the next step first, the figures (an error's message) after them (issue #26)
     figures = f"\n\n{headline(result)}"
     focus = leaf_roles.load_focus(result)
-    # a divergence of memory layouts alone says so first, with the value outputs' verdicts (a GPT-2 with its cache)
+    # a divergence of memory layouts alone says so first, with the value outputs' verdicts (a GPT-2 with its cache);
+    # a known cause (engine/judge/known.py, "looks like the known ... issue") stays before it
     layout_only = leaf_roles.layout_only_sentence(result.leaves, focus)
-    # a known cause the judge names (filing: "looks like the known ... issue") stays first; the layout words follow
     sentence = (
-        f"{plain.sentence}; {layout_only}"
-        if layout_only and plain.sentence.startswith("looks like the known")
-        else layout_only or plain.sentence
+        f"{plain.sentence}; {layout_only}" if layout_only and known is not None else layout_only or plain.sentence
     )
     show(f"**Verdict: {result.verdict.value.upper()}** — {sentence}. **Next:** {next_step}.{figures}")
     if len(result.leaves) > 1 and not layout_only:

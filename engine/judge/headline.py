@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from engine.judge.known import Recognised
 from engine.judge.verdicts import ErrorKind, Symptom, Verdict, Witness
 
 
@@ -87,10 +88,31 @@ _ERROR_NEXT = {
 
 
 def headline(
-    verdict: Verdict, leaves: Sequence[LeafFigures], error: ErrorKind | None = None, inside: NodeFigures | None = None
+    verdict: Verdict,
+    leaves: Sequence[LeafFigures],
+    error: ErrorKind | None = None,
+    inside: NodeFigures | None = None,
+    known: Recognised | None = None,
 ) -> Headline:
     """The plain sentence and next step for a check with this verdict and these judged leaves; `inside`: where,
-    inside the program, compile first changes a value (the check's inside stage), if it found one."""
+    inside the program, compile first changes a value (the check's inside stage), if it found one. A divergence that
+    looks like a known cause (`engine.judge.known.recognise`) says so first, with its link, and the next step says how
+    to tell it apart instead of "Minimize"."""
+    plain = _headline(verdict, leaves, error, inside)
+    if verdict is not Verdict.DIVERGENT or known is None:
+        return plain
+    if known.unexplained:
+        rest = ", ".join(known.unexplained[:3]) + (" and more" if len(known.unexplained) > 3 else "")
+        step = f"nothing new to file for {', '.join(known.leaves[:2])}; for {rest}: Localize, then Minimize"
+    else:
+        case = f"compare with the gallery's `{known.issue.case}`; " if known.issue.case else ""
+        step = f"{case}nothing new to file if it is that issue (Minimize only if it differs)"
+    return Headline(f"{known.issue.sentence()}: {plain.sentence}", step)
+
+
+def _headline(
+    verdict: Verdict, leaves: Sequence[LeafFigures], error: ErrorKind | None = None, inside: NodeFigures | None = None
+) -> Headline:
     if inside is not None and verdict is Verdict.DIVERGENT:
         return Headline(
             f"compile changed a value inside the program: {where_inside(inside)}; {_outputs(leaves)}",
