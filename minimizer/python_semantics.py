@@ -133,3 +133,41 @@ def _call(node: ast.Call, params: set[str]) -> ast.expr | None:
         math = ast.Attribute(ast.Name("math", ast.Load()), _MATH_CALLS[name], ast.Load())
         return ast.Call(math, args, [])  # type: ignore[arg-type]
     return None
+
+
+# whole-tensor reductions with a NumPy counterpart (NumPy defines the empty cases: the mean of nothing is NaN), by
+# torch name: (NumPy function, extra arguments), per element of what torch returns
+_NUMPY_REDUCTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "mean": (("mean", ""),),
+    "sum": (("sum", ""),),
+    "prod": (("prod", ""),),
+    "var": (("var", ", ddof=1"),),
+    "std": (("std", ", ddof=1"),),
+    "var_mean": (("var", ", ddof=1"), ("mean", "")),
+    "std_mean": (("std", ", ddof=1"), ("mean", "")),
+}
+
+
+def numpy_expression(fn: ast.FunctionDef, index: str = "") -> str | None:
+    """`def fn(x): return torch.var_mean(x)` (element `index` of what it returns) as NumPy over the whole input, read
+    in float64: `float(numpy.mean(x.double().numpy()))`; None for anything else (a dim, a keyword, a second op)."""
+    if len(fn.body) != 1 or not isinstance(fn.body[0], ast.Return) or not isinstance(fn.body[0].value, ast.Call):
+        return None
+    call = fn.body[0].value
+    params = [a.arg for a in fn.args.args]
+    func = call.func
+    if not isinstance(func, ast.Attribute) or call.keywords:
+        return None
+    if isinstance(func.value, ast.Name) and func.value.id == "torch":
+        operands = call.args
+    else:
+        operands = [func.value, *call.args]
+    if len(operands) != 1 or not isinstance(operands[0], ast.Name) or operands[0].id not in params:
+        return None
+    parts = _NUMPY_REDUCTIONS.get(func.attr)
+    position = re.fullmatch(r"\[(\d+)\]", index) if index else None
+    k = int(position.group(1)) if position else 0
+    if parts is None or (index and position is None) or k >= len(parts) or (len(parts) > 1) != bool(index):
+        return None
+    name, extra = parts[k]
+    return f"float(numpy.{name}({operands[0].id}.double().numpy(){extra}))"

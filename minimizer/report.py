@@ -137,8 +137,8 @@ def issue_title(signature: Signature | None, final: Checked | None, side: Side |
 def leaf_of(signature: Signature | None, result: CheckResult) -> LeafResult | None:
     if signature is None:
         return None
-    named = [l for l in result.leaves if l.name == signature.leaf and l.verdict is Verdict.DIVERGENT]
-    same_kind = [l for l in result.leaves if l.kind is signature.kind and l.verdict is Verdict.DIVERGENT]
+    named = [lf for lf in result.leaves if lf.name == signature.leaf and lf.verdict is Verdict.DIVERGENT]
+    same_kind = [lf for lf in result.leaves if lf.kind is signature.kind and lf.verdict is Verdict.DIVERGENT]
     return next(iter(named or same_kind), None)
 
 
@@ -266,7 +266,7 @@ def origin_of(filename: str, signature: Signature, run: Checked | None, options:
 
 def _values(v: object) -> str:
     """A printed value as the body quotes it: lists as printed, floats to 7 significant digits."""
-    if isinstance(v, float):
+    if isinstance(v, float) and len(repr(v)) > 12:
         return f"`{v:.7g}`"
     return f"`{v}`"
 
@@ -305,7 +305,7 @@ def render(
     verified: bool,
     *,
     settled: Settled | None = None,
-    origin: Origin | None = None,
+    origin: Origin | str | None = None,
     logs: str = "",
     environment: str = "",
 ) -> str:
@@ -320,10 +320,11 @@ def render(
     result = final.result if final is not None else None
     leaf = leaf_of(signature, result) if result is not None else None
     lines = ["### 🐛 Describe the bug", ""]
+    where = origin.sentence() if isinstance(origin, Origin) else origin
     if settled is not None:
         lines += [expected_vs_actual(settled, leaf)]
-        if origin is not None:
-            lines += [origin.sentence()]
+        if where:
+            lines += [where]
         lines += ["", "```python", settled.script.rstrip(), "```", ""]
     else:
         lines += [
@@ -345,8 +346,8 @@ def render(
             lines += [f"**Expected:** {expected}", f"**Actual:** {actual}", ""]
         elif result is not None:
             lines += [f"The check: {result.explanation}", ""]
-        if origin is not None:
-            lines += [origin.sentence(), ""]
+        if where:
+            lines += [where, ""]
     if ladder := ablation_line(rows):
         lines.append(f"Backends: {ladder}.")
     lines += ["", "### Error logs", "", logs.strip() or "None: nothing raises.", "", "### Versions", ""]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from engine import CheckOptions, LeafKind, LeafResult, Symptom, Witness
 from engine.snippet import SnippetError, SnippetStyle, detect_style
-from minimizer.python_semantics import python_expression
+from minimizer.python_semantics import numpy_expression, python_expression
 
 DTYPES = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}
 SMALL = 16  # elements: an input this small is written out, and a leaf this small is printed whole
@@ -89,7 +89,7 @@ def draft(
     literals = inputs.literals if inputs is not None else ()
     expected = _expected(tree, style, leaf, options, names, literals, target, program)
     lines = [ast.unparse(s) for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
-    lines += _imports(definitions, math=expected is not None and "math." in expected.whole) + [""]
+    lines += _imports(definitions, expected.whole if expected is not None else "") + [""]
     lines += [f"torch._inductor.config.{k} = {v!r}" for k, v in sorted(flags.items())]
     body = [s for s in definitions if not _is_import(s)]
     seed = f"torch.manual_seed({options.seed})"
@@ -106,7 +106,10 @@ def draft(
     if not all(written):  # every input written out: the statements that made them are dead
         lines += [ast.unparse(s) for s in setup]
     lines += _assignments(names, expressions, literals, options)
-    call = f"fn({', '.join(names)})"
+    # an input the program writes in place is handed to each run as a copy: eager's write must not reach compiled
+    written_to = _mutated(tree, params)
+    given = [f"{n}.clone()" if p in written_to else n for n, p in zip(names, params, strict=True)]
+    call = f"fn({', '.join(given)})"
     compiled_fn = _compiled(tree, options)
     seed = seed if random_calls else None
     kind, index = target
@@ -121,7 +124,7 @@ def draft(
         lines += [seed] if seed else []
         lines.append(f"eager = {call}{access}")
         lines += [seed] if seed else []
-        lines.append(f"compiled = {compiled_fn}({', '.join(names)}){access}")
+        lines.append(f"compiled = {compiled_fn}({', '.join(given)}){access}")
     small = leaf.numel <= SMALL
     lines += _prints(leaf, expected, small)
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
@@ -143,6 +146,27 @@ def _target(leaf: LeafResult) -> tuple[str, object] | None:
 
 
 _ENTRY = {"inputs", "get_inputs", "compile_kwargs"}
+
+
+def _mutated(tree: ast.Module, params: list[str]) -> set[str]:
+    """The entry point's parameters it writes in place (`x.add_(...)`, `x[i] = ...`), by name."""
+    fn = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "fn"), None)
+    if fn is None:
+        return set()
+    written: set[str] = set()
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.endswith("_")
+            and not node.func.attr.startswith("__")
+            and isinstance(node.func.value, ast.Name)
+        ):
+            written.add(node.func.value.id)
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            written |= {t.value.id for t in targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+    return written & set(params)
 
 
 def _binds(stmt: ast.stmt) -> set[str]:
@@ -168,12 +192,11 @@ def _is_import(stmt: ast.stmt) -> bool:
     return isinstance(stmt, (ast.Import, ast.ImportFrom))
 
 
-def _imports(definitions: list[ast.stmt], math: bool) -> list[str]:
-    """The program's imports, torch once, and `math` where the expected value needs it."""
-    kept = [
-        ast.unparse(s) for s in definitions if _is_import(s) and ast.unparse(s) not in ("import torch", "import math")
-    ]
-    return (["import math"] if math or "import math" in map(ast.unparse, definitions) else []) + ["import torch", *kept]
+def _imports(definitions: list[ast.stmt], expected: str) -> list[str]:
+    """The program's imports, torch once, and `math` or `numpy` where the expected value needs them."""
+    own = [ast.unparse(s) for s in definitions if _is_import(s)]
+    first = [f"import {m}" for m in ("math", "numpy") if f"{m}." in expected or f"import {m}" in own]
+    return first + ["import torch"] + [i for i in own if i not in first and i != "import torch"]
 
 
 def _inputs(tree: ast.Module, style: SnippetStyle) -> tuple[list[ast.stmt], list[ast.expr]] | None:
@@ -373,6 +396,10 @@ def _expected(
                     node.id = names_[node.id]
         loop_vars = ", ".join(element[p] for p in params)
         return Expectation("Python", f"[{ast.unparse(over)} for {loop_vars} in {loop}]", ast.unparse(at))
+    reduction = numpy_expression(fn, str(index))
+    if reduction is not None and len(params) == 1:
+        whole = reduction.replace(f"{params[0]}.double()", f"{names[0]}.double()")
+        return Expectation("NumPy", whole, whole)
     if style is not SnippetStyle.FN_INPUTS or any(name in program for name in SEQUENCES):
         return None
     if not _float64_is_fair(leaf, options, literals):

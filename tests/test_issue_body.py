@@ -94,7 +94,7 @@ def test_eagers_inaccuracy_is_written_as_one() -> None:
     body = render("import torch\n", None, None, (), False, settled=settled)
     sentence = body.split("\n\n")[1]
     assert sentence == (
-        "Expected `4113` (float64); `torch.compile` gives `4128`, nearer than eager's `4096`: eager is wrong "
+        "Expected `4113.0` (float64); `torch.compile` gives `4128.0`, nearer than eager's `4096.0`: eager is wrong "
         "here and compiled is not (an inaccuracy of eager's kernel)."
     ), sentence
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from engine import CheckOptions, Runner, Symptom
+from minimizer.body import Side
 from minimizer.minimize import minimize
+from minimizer.oracle import Outcome
 
 SNIPPET = Path(__file__).resolve().parent / "snippets" / "minimize_floor_divide_noisy.py"
-MODEL = Path(__file__).resolve().parent.parent / "benchmarks" / "minimize_corpus" / "time_bucket_encoder.py"
+CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "minimize_corpus"
+MODEL = CORPUS / "time_bucket_encoder.py"
 
 
 @pytest.mark.slow
@@ -27,7 +31,6 @@ def test_the_graph_path_shrinks_a_model_to_its_core(runner: Runner, tmp_path: Pa
         budget_s=400,
         checkpoint_root=tmp_path / "checkpoints",
         use_shrinkray=False,
-        ablation=False,
     )
     assert result.initial.lines > 80 and result.final.lines <= 8, result.minimized
     assert "//" in result.minimized and "class" not in result.minimized
@@ -43,6 +46,47 @@ def test_the_graph_path_shrinks_a_model_to_its_core(runner: Runner, tmp_path: Pa
     fresh = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=300)
     assert fresh.returncode == 1 and "DIVERGENT" in fresh.stdout, fresh.stdout + fresh.stderr
     assert (tmp_path / "checkpoints").exists()  # a re-run would resume from the checkpointed best
+
+    # the issue body: at most 12 lines of code, Python's own floor division beside eager and compiled, no switch
+    # the bug does not need, no harness; where it came from (the model's line and dtype) in one sentence
+    assert result.report is not None and result.body is not None
+    script = re.findall(r"```python\n(.*?)```", result.report, re.S)[0]
+    code = [line for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(code) <= 12, script
+    assert "torch._inductor" not in script and set(result.body.dropped) == {
+        "fallback_random",
+        "emulate_precision_casts",
+    }
+    assert result.body.expected == "Python" and "//" in script and result.body.side is Side.COMPILED, script
+    for harness in ("def run(", "ARGS", "deepcopy", "Float64Sequences", "def inputs"):
+        assert harness not in script, harness
+    assert re.search(r"^Minimized from line \d+ of `snippet.py`, `.*//.*`", result.report, re.M), result.report
+    assert "compiled is wrong." in result.report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["patch_classifier", "symmetric_memory_bank"])
+def test_an_attention_model_and_an_index_put_flip_model_shrink_through_the_graph_path(
+    runner: Runner, tmp_path: Path, name: str
+) -> None:
+    # issue #32: a 100-line attention model whose matmul(q, k.permute(0, 2, 3, 1)) -> softmax -> matmul Inductor
+    # rewrites into SDPA stayed at 73 lines because every graph-path candidate was refused (the cut at attention's
+    # output adds a layout difference); an index_put_ then add_(flip) model stayed at 51. Both tuning models of
+    # benchmarks/minimize_corpus; the held-out ones are the benchmark's.
+    result = minimize(
+        (CORPUS / f"{name}.py").read_text(),
+        CheckOptions(device="cpu", timeout_s=120),
+        runner,
+        tmp_path / "work",
+        budget_s=400,  # a backstop: the figures against 300 s are minimize_bench's
+        use_shrinkray=False,
+        ablation=False,
+    )
+    assert result.initial.lines > 90 and result.final.lines <= 12, result.minimized
+    assert "class " not in result.minimized  # the graph rewrite was taken
+    refused = [r for r in result.refusals if r.pass_name == "graph_rewrite" and r.outcome is not Outcome.NOT_DIVERGENT]
+    assert not refused, [r.describe() for r in refused]  # a cut refused for anything but not diverging
+    assert result.confirmed and result.repro_verified
 
 
 @pytest.mark.slow

@@ -26,12 +26,14 @@ from minimizer.passes.dead_code import (
 from minimizer.passes.statements import delete_statements, drop_parameters, lift_branches, remove_unused_imports, tidy
 from minimizer.reducer import ReductionPass
 
-# Cheapest and largest first: one tidy candidate, statements, then input literals (shrinking them removes
-# many tokens per call and makes every later candidate smaller), then expressions, then single tokens.
+# Cheapest and largest first: one tidy candidate, config lookups folded (one candidate that often leaves a whole
+# config class dead, where ddmin over its fields would spend a call per field), statements, then input literals
+# (shrinking them removes many tokens per call and makes every later candidate smaller), then expressions, then
+# single tokens.
 SOURCE_PASSES: list[ReductionPass] = [
     tidy,
-    delete_statements,
     fold_config,
+    delete_statements,
     fold_self_constants,
     drop_unread_attributes,
     drop_unread_config,
