@@ -6,7 +6,7 @@ a maintainer runs them), each followed by a few lines of ours that say whether t
 1. a first draft as the check ran the program, which also reports its inputs (what is small enough to write out);
 2. the draft with those inputs written out (kept only where it still shows the difference);
 3. each Inductor switch taken out in turn, kept out where the difference still shows (a switch the bug does not
-   need makes a maintainer think it matters);
+   need makes a maintainer think it matters), except where it is what makes the difference a bug (`settle`);
 4. the side: at the elements the script prints, whose value is further from the expected one (Python's arithmetic or
    a float64 run): compiled, eager, or both.
 Each run is a compile in a fresh process: a few seconds with the check's Inductor cache, which the runs share.
@@ -94,9 +94,16 @@ def settle(
     run: Runner,
     *,
     random_calls: bool = False,
+    low_precision: bool = False,
     small: int | None = None,
 ) -> Settled | None:
-    """The shortest script that shows `leaf`'s difference, or None where none can (see the module docstring)."""
+    """The shortest script that shows `leaf`'s difference, or None where none can (see the module docstring).
+
+    A switch is never taken out where it is what makes the difference mean a bug: `fallback_random` in a program
+    that draws random numbers (without it compiled draws its own by design), `emulate_precision_casts` in one that
+    computes in bf16/fp16 (without it compiled keeps fp32 intermediates by design): the difference would still
+    show, but as documented behaviour.
+    """
     first = draft(program, leaf, options, random_calls=random_calls)
     if first is None:
         return None
@@ -121,7 +128,9 @@ def settle(
     inputs = Inputs(literals if best is written else tuple(replace(lit, text=None) for lit in literals))
     flags = dict(options.inductor_config)
     dropped: list[str] = []
-    for name in sorted(options.inductor_config):
+    needed = {"fallback_random"} if random_calls else set()
+    needed |= {"emulate_precision_casts"} if low_precision else set()
+    for name in sorted(set(options.inductor_config) - needed):
         fewer = {k: v for k, v in flags.items() if k != name}
         candidate = draft(program, leaf, options, flags=fewer, inputs=inputs, random_calls=random_calls)
         if candidate is None:

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from engine import CheckOptions, Runner
+from minimizer.body import Settled, fresh_runner, settle
+from minimizer.mechanism import read_graphs
 from minimizer.oracle import Checked, DivergenceOracle, Refusal, Signature, refusal_summary
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
@@ -38,8 +40,6 @@ from minimizer.reducer import (
     digest,
     load_checkpoint,
 )
-from minimizer.body import Settled, fresh_runner, settle
-from minimizer.mechanism import read_graphs
 from minimizer.report import issue_title, leaf_of, locate, origin_of, render
 from minimizer.repro import ReproError, Verification, emit, verify
 from minimizer.size import Size, measure, sort_key
@@ -515,8 +515,15 @@ def _report(ctx: _Context, confirmation: _Confirmation) -> tuple[str, Settled | 
             ctx.options.timeout_s,
             ctx.stop,
         )
-        random_calls = bool(read_graphs(result.code.fx_graphs).random_ops)
-        settled = settle(confirmation.final, leaf, ctx.oracle.candidate_options, run, random_calls=random_calls)
+        facts = read_graphs(result.code.fx_graphs)
+        settled = settle(
+            confirmation.final,
+            leaf,
+            ctx.oracle.candidate_options,
+            run,
+            random_calls=bool(facts.random_ops),
+            low_precision=facts.low_precision,
+        )
         if settled is None:
             ctx.note("no short script shows the difference on its own: the body shows the program as it is")
         elif settled.dropped:

@@ -1,9 +1,10 @@
 """What counts as "still interesting": the original divergence's signature, checked through the engine.
 
 The signature is what the engine can say about the divergence, not only where it shows:
-- the leaf, its kind and its symptoms: a leaf of the target's kind stays `divergent` with exactly the
-  target's symptoms (the target leaf itself while the candidate still has a leaf of that name), and the
-  check is no error (eager runs, compile works, nothing crashes);
+- the leaf, its kind and its symptoms: a leaf of the target's kind stays `divergent` with the target's
+  symptoms, and at most a stride difference besides (`same_symptoms`: a cut that returns an intermediate may
+  expose a layout the output never had), the target leaf itself while the candidate still has a leaf of that
+  name; and the check is no error (eager runs, compile works, nothing crashes);
 - the mechanism: the original is re-checked once with `fallback_random` and `emulate_precision_casts`
   on. A divergence that survives both is the compiled code computing differently (`kernel`), and every
   candidate is then checked with both switches on, so no candidate can turn into a random-stream or a

@@ -127,6 +127,7 @@ class Problem:
         self.last_tested_tokens = self.initial_tokens
         self.started = time.monotonic()
         self.history: list[str] = [initial]  # every adopted candidate, in order: what a failed repro falls back along
+        self.bisected: str | None = None  # a program whose earliest diverging cut is itself (minimizer.passes.nodes)
 
     # -- the one entry point passes use --
     def adopt_first(self, candidates: Iterable[str]) -> str | None:

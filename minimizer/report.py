@@ -283,6 +283,11 @@ def expected_vs_actual(settled: Settled, leaf: LeafResult | None) -> str:
             "which Inductor promises to keep: compiled is wrong."
         )
     e, c, x = _values(shown.eager), _values(shown.compiled), _values(shown.expected)
+    if symptoms == {Symptom.STRIDE}:
+        return (
+            f"Expected eager's strides {e}; `torch.compile` returns strides {c} with the same values: compiled is "
+            "wrong (Inductor keeps eager's output strides)."
+        )
     if how and shown.expected is not None:
         who = {
             Side.COMPILED: f"eager gives {e}, `torch.compile` gives {c}: compiled is wrong",
@@ -292,8 +297,8 @@ def expected_vs_actual(settled: Settled, leaf: LeafResult | None) -> str:
         }.get(settled.side, f"eager gives {e} and `torch.compile` {c}")
         return f"Expected {x}{at} ({how}); {who}."
     return (
-        f"Expected eager's {e}{at}; `torch.compile` gives {c} "
-        "(no exact value to judge by: the program has no float64 or Python counterpart here)."
+        f"Expected eager's {e}{at}; `torch.compile` gives {c}: compiled is wrong (no float64, Python or NumPy "
+        "answer decides here, and Inductor promises eager's result)."
     )
 
 

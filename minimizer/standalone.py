@@ -356,7 +356,7 @@ def _compiled(tree: ast.Module, options: CheckOptions) -> str:
 # -- the expected value --
 @dataclass(frozen=True)
 class Expectation:
-    how: str  # "Python" or "float64": what the printed expected value is
+    how: str  # "Python", "NumPy" or "float64": what the printed expected value is
     whole: str  # the expected leaf: a list over the elements (Python) or a float64 run's tensor
     at: str  # the expected value at element `i`
 
@@ -373,7 +373,7 @@ def _expected(
 ) -> Expectation | None:
     """The expected value: Python's where the program is one Python-defined expression over inputs of the leaf's size,
     else a float64 run where that is a fair judge; None where neither is (strides, shapes: eager's is the promise)."""
-    if Symptom.VALUE not in leaf.symptoms and Symptom.SIGNED_ZERO not in leaf.symptoms:
+    if not set(leaf.symptoms) & {Symptom.VALUE, Symptom.SIGNED_ZERO, Symptom.NAN, Symptom.INF}:
         return None
     fn = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "fn"), None)
     kind, index = target
@@ -481,13 +481,15 @@ def _tail(leaf: LeafResult, expected: Expectation | None, small: bool) -> str:
         if Symptom.SIGNED_ZERO in symptoms:
             tests.append("bool((_sign(eager) != _sign(compiled)).any())")
     at = expected.at if expected is not None else "None"
-    shown = (
-        "eager.tolist(), compiled.tolist(), globals().get('expected')"
-        if small
-        else f"eager[i].item(), compiled[i].item(), {at}"
-        if leaf.worst_index is not None
-        else "None, None, None"
-    )
+    values = symptoms & {Symptom.VALUE, Symptom.BITS, Symptom.MUTATION, Symptom.SIGNED_ZERO, Symptom.NAN, Symptom.INF}
+    if Symptom.STRIDE in symptoms and not values:
+        shown = "list(eager.stride()), list(compiled.stride()), None"  # the layout is what differs
+    elif small:
+        shown = "eager.tolist(), compiled.tolist(), globals().get('expected')"
+    elif leaf.worst_index is not None:
+        shown = f"eager[i].item(), compiled[i].item(), {at}"
+    else:
+        shown = "None, None, None"
     return (
         "\n# ---- run by the issue writer only: did it show the difference, and which values ----\n"
         "import json as _json\n"

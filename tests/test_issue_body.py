@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.gallery import load_cases
 from engine import CheckOptions, Runner, Verdict
 from minimizer.body import Side, fresh_runner, settle
 from minimizer.oracle import Checked, signature_of
@@ -57,7 +58,7 @@ def test_the_issue_body_is_the_op_its_inputs_and_pythons_answer_and_runs_as_past
     result = runner.check(program, options, "snippet.py", run_dir=tmp_path / "check")
     assert result.verdict is Verdict.DIVERGENT, result.explanation
     signature = signature_of(result)
-    leaf = next(l for l in result.leaves if l.name == signature.leaf)
+    leaf = next(lf for lf in result.leaves if lf.name == signature.leaf)
     run = fresh_runner(sys.executable, tmp_path / "settle", inductor_cache, 300, None)
     settled = settle(program, leaf, options, run)
     assert settled is not None
@@ -128,3 +129,50 @@ def test_the_expected_sentence_names_float64_only_where_it_sides_with_eager_at_t
         LeafResult("out", LeafKind.OUTPUT, Verdict.DIVERGENT, "", reference_value="4096.0", **figures)
     )  # type: ignore[arg-type]
     assert expected.endswith("as a float64 run does.") and "(float64:" not in actual
+
+
+ZOO = Path(__file__).resolve().parent.parent / "benchmarks" / "zoo_findings"
+
+
+def test_each_zoo_body_is_its_script_and_names_the_side() -> None:
+    # the script (exits 1 while the bug is present: tests/test_findings.py runs it) is the body's code block plus
+    # one exit line, so the body runs as pasted and shows what the script shows; no op_db, no harness, no attachment
+    from app.sweep.findings import load
+
+    for finding in load().findings:
+        assert finding.body, f"{finding.id}: no body"
+        body = (ZOO / finding.body).read_text()
+        script = (ZOO / finding.script).read_text().rstrip("\n").splitlines()
+        assert script[-1].startswith("raise SystemExit(") and "\n".join(script[:-1]) + "\n" == code_block(body), (
+            finding.id
+        )
+        for word in ("torch.testing._internal", "ARGS", "def run(", "repro.py", "attached"):
+            assert word not in body, f"{finding.id}: {word}"
+        assert "op_db" not in code_block(body), finding.id  # the sentence of where it was found may name it
+        first = body.split("\n\n")[1].splitlines()[0]
+        side = {"compiled": "compiled is wrong", "eager": "eager is wrong", "both": "both are wrong"}[finding.side]
+        assert side in first, f"{finding.id}: {first}"
+
+
+GALLERY = [c for c in load_cases()[0] if c.kind == "real-bug" and c.expected_cpu is Verdict.DIVERGENT]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", GALLERY, ids=lambda c: c.slug)
+def test_each_divergent_gallery_case_gets_a_body_that_runs_as_pasted(
+    case, runner: Runner, inductor_cache: Path, tmp_path: Path
+) -> None:
+    options = case.options.replace(device="cpu", timeout_s=300)
+    result = runner.check(case.source(), options, str(case.path), run_dir=tmp_path / "check")
+    signature = signature_of(result)
+    assert signature is not None, result.explanation
+    leaf = next(lf for lf in result.leaves if lf.name == signature.leaf)
+    settled = settle(
+        case.source(), leaf, options, fresh_runner(sys.executable, tmp_path / "s", inductor_cache, 300, None)
+    )
+    if settled is None:  # a gradient, a module's state or a verbatim script: the body shows the program itself
+        assert leaf.kind.value in ("gradient", "state") or "torch.compile(" in case.source(), leaf
+        return
+    ran = run_pasted(settled.script, tmp_path, inductor_cache)  # exits 0, with nothing of ours importable
+    assert "eager" in ran.stdout and "compiled" in ran.stdout, ran.stdout
+    assert "torch.testing._internal" not in settled.script and "def run(" not in settled.script

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from app.sweep.jobs import JobSpec
 from engine import records
+from engine.judge.known import recognise
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
 from engine.result import CheckResult
 from minimizer.oracle import signature_of
@@ -83,4 +84,7 @@ def bug_of(spec: JobSpec, result: CheckResult, report: IntermediatesReport | Non
             " own bug"
         )
     digest = hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()[:12]
+    known = recognise(result.leaves, result.code.fx_graphs)
+    if known is not None and signature.leaf in known.leaves:  # triage: a known cause is said first, with its link
+        description = f"{known.issue.sentence()}: {description}"
     return Bug(digest, description)

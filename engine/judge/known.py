@@ -233,7 +233,7 @@ KNOWN: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "copy-then-mutate",
-        "copy then mutate the source: the copy receives the mutated values",
+        "copy-then-mutate: a copy into dst followed by an in-place update of src gives dst the updated values",
         "https://github.com/pytorch/pytorch/issues/198131",
         "open",
         "copy_then_mutate_source",
@@ -242,7 +242,7 @@ KNOWN: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "dtype-view-then-mutate",
-        "dtype view then a later in-place write: the read is scheduled after the write",
+        "dtype-view-then-mutate: a read through a dtype view is scheduled after a later in-place write",
         "https://github.com/pytorch/pytorch/issues/198101",
         "open",
         "dtype_view_then_mutate",
@@ -278,7 +278,7 @@ KNOWN: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "neg-zero-add",
-        "`-0.0 + 0.0` keeps its sign under Inductor",
+        "`-0.0 + 0.0` sign: Inductor keeps the negative zero IEEE 754 makes +0.0",
         "https://github.com/pytorch/pytorch/issues/189799",
         "open",
         "neg_zero_add_reciprocal",
@@ -287,7 +287,7 @@ KNOWN: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "interpolate-conv-pool-backward",
-        "gradients through interpolate, conv2d, max_pool2d and where",
+        "interpolate-conv-pool gradients: wrong gradients through interpolate, conv2d, max_pool2d and where",
         "https://github.com/pytorch/pytorch/issues/185509",
         "open",
         "interpolate_conv_pool_backward",

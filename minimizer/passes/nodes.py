@@ -67,15 +67,20 @@ def earliest_cut(problem: Problem, source: str, adopting: bool = False) -> str |
             lo = mids[-1] + 1
         if adopting and hi < len(cuts) and any(answers):
             problem.adopt(cuts[hi])
-    return cuts[hi] if hi < len(cuts) else None
+    found = cuts[hi] if hi < len(cuts) else None
+    if adopting and found is not None and problem.prepare(found) == problem.current:
+        problem.bisected = problem.current  # truncate_output need not bisect this program again
+    return found
 
 
 def truncate_output(problem: Problem) -> None:
     """Return an earlier node instead of the output: the earliest one that still diverges the same way.
 
     What only the later nodes needed goes with the cut. In-place updates before the cut stay: a mutated
-    input is a result too.
+    input is a result too. Skipped where the graph rewrite's own bisection has just adopted this program's cut.
     """
+    if problem.bisected == problem.current:
+        return
     cut = earliest_cut(problem, problem.current)
     if cut is not None:
         problem.adopt(cut)
