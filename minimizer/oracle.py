@@ -108,13 +108,23 @@ def classify(signature: Signature, result: CheckResult) -> Outcome:
     if result.code.fx_graphs and not same_state(signature.state, read_graphs(result.code.fx_graphs)):
         return Outcome.OTHER_STATE
     named = [l for l in result.leaves if l.name == signature.leaf]
-    pool = named or [l for l in result.leaves if l.kind is signature.kind]
+    pool = named or [l for l in result.leaves if l.kind in counterparts(signature.kind)]
     if any(
         leaf.verdict is Verdict.DIVERGENT and same_symptoms(signature.symptoms, frozenset(leaf.symptoms))
         for leaf in pool
     ):
         return Outcome.INTERESTING
     return Outcome.OTHER_SYMPTOM
+
+
+# The graph rewrite makes a module's parameters and buffers explicit inputs: a buffer the original wrote in place (a
+# `state` leaf) is a mutated input there, the same value under its new name.
+_COUNTERPARTS = {LeafKind.STATE: (LeafKind.STATE, LeafKind.MUTATED_INPUT)}
+
+
+def counterparts(kind: LeafKind) -> tuple[LeafKind, ...]:
+    """The leaf kinds a leaf of `kind` may have become in a candidate."""
+    return _COUNTERPARTS.get(kind, (kind,))
 
 
 def same_symptoms(target: frozenset[Symptom], found: frozenset[Symptom]) -> bool:

@@ -31,7 +31,7 @@ from engine import (
 )
 from minimizer.body import Settled, Side
 from minimizer.mechanism import read_graphs
-from minimizer.oracle import Checked, Outcome, Signature, classify
+from minimizer.oracle import Checked, Outcome, Signature, classify, counterparts
 from minimizer.standalone import SMALL
 
 LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
@@ -138,7 +138,8 @@ def leaf_of(signature: Signature | None, result: CheckResult) -> LeafResult | No
     if signature is None:
         return None
     named = [lf for lf in result.leaves if lf.name == signature.leaf and lf.verdict is Verdict.DIVERGENT]
-    same_kind = [lf for lf in result.leaves if lf.kind is signature.kind and lf.verdict is Verdict.DIVERGENT]
+    kinds = counterparts(signature.kind)
+    same_kind = [lf for lf in result.leaves if lf.kind in kinds and lf.verdict is Verdict.DIVERGENT]
     return next(iter(named or same_kind), None)
 
 

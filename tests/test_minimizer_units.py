@@ -82,6 +82,42 @@ def test_the_named_leaf_must_keep_the_divergence_when_it_still_exists() -> None:
     assert classify(target, result) is Outcome.OTHER_SYMPTOM
 
 
+def test_a_cut_may_add_a_layout_difference_but_never_lose_or_trade_a_symptom() -> None:
+    # the cut returning attention's output sees the SDPA rewrite's layout as well as its values (issue #32)
+    target = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
+    assert (
+        classify(target, _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE, Symptom.STRIDE))) is Outcome.INTERESTING
+    )
+    assert (
+        classify(target, _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE, Symptom.NAN))) is Outcome.OTHER_SYMPTOM
+    )
+    layout = Signature("out", LeafKind.OUTPUT, frozenset({Symptom.STRIDE}))
+    assert classify(layout, _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE, Symptom.STRIDE))) is (
+        Outcome.OTHER_SYMPTOM
+    )
+
+
+def test_a_buffer_made_an_explicit_input_by_the_graph_rewrite_is_the_same_leaf() -> None:
+    target = Signature("state self.table", LeafKind.STATE, frozenset({Symptom.VALUE}))
+    written = LeafResult("input args[2]", LeafKind.MUTATED_INPUT, Verdict.DIVERGENT, "", symptoms=(Symptom.VALUE,))
+    assert classify(target, _result(written)) is Outcome.INTERESTING
+    assert classify(target, _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE))) is Outcome.OTHER_SYMPTOM
+
+
+def test_a_refusal_says_what_the_candidate_lost() -> None:
+    from minimizer.oracle import lost
+
+    target = Signature("out['logits']", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
+    result = _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE, Symptom.NAN))
+    said = lost(target, result, classify(target, result))
+    assert said == (
+        "divergent in `out` (output) with nan, value; wanted `out['logits']` (output) with value "
+        "(it has no leaf `out['logits']`: any output leaf would do)"
+    ), said
+    quiet = _result(_leaf("out", Verdict.BENIGN), verdict=Verdict.BENIGN)
+    assert lost(target, quiet, Outcome.NOT_DIVERGENT).startswith("benign: ")
+
+
 def test_the_best_candidate_is_checkpointed(tmp_path: Path) -> None:
     problem = Problem("a = 1\nb = 2\nprint(b)\n", PredicateOracle(lambda s: "print(b)" in s), checkpoint=tmp_path)
     Reducer([delete_statements]).run(problem)
