@@ -28,7 +28,7 @@ def leaf(name: str, *symptoms: Symptom, verdict: Verdict = Verdict.DIVERGENT) ->
 def test_a_cat_with_an_empty_input_is_the_known_layout_issue_and_says_so_first() -> None:
     found = recognise([leaf("out", Symptom.STRIDE)], [CAT_GRAPH])
     assert found is not None and found.issue.key == "cat-empty-stride" and found.leaves == ("out",)
-    said = headline(Verdict.DIVERGENT, [leaf("out", Symptom.STRIDE)], None, found)
+    said = headline(Verdict.DIVERGENT, [leaf("out", Symptom.STRIDE)], known=found)
     assert said.sentence.startswith("looks like the known `cat` with an empty tensor layout issue, https://")
     assert "Localize, then Minimize" not in said.next_step and "cat_empty_stride" in said.next_step
 
@@ -48,7 +48,7 @@ def test_leaves_the_cause_does_not_explain_are_named_in_the_next_step() -> None:
     leaves = [leaf("out[0]", Symptom.STRIDE), leaf("out[1]", Symptom.VALUE)]
     found = recognise(leaves, [CAT_GRAPH])
     assert found is not None and found.unexplained == ("out[1]",)
-    assert "out[1]: Localize, then Minimize" in headline(Verdict.DIVERGENT, leaves, None, found).next_step
+    assert "out[1]: Localize, then Minimize" in headline(Verdict.DIVERGENT, leaves, known=found).next_step
 
 
 def test_every_known_cause_links_upstream_or_a_search_and_names_its_status() -> None:

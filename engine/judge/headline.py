@@ -92,6 +92,7 @@ def headline(
     leaves: Sequence[LeafFigures],
     error: ErrorKind | None = None,
     inside: NodeFigures | None = None,
+    *,
     known: Recognised | None = None,
 ) -> Headline:
     """The plain sentence and next step for a check with this verdict and these judged leaves; `inside`: where,
