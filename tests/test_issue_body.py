@@ -139,8 +139,9 @@ def test_each_zoo_body_is_its_script_and_names_the_side() -> None:
     # one exit line, so the body runs as pasted and shows what the script shows; no op_db, no harness, no attachment
     from app.sweep.findings import load
 
-    for finding in load().findings:
-        assert finding.body, f"{finding.id}: no body"
+    bodied = [finding for finding in load().findings if finding.body]  # hunt's later entries keep a script only
+    assert len(bodied) >= 10  # the ten triaged zoo findings (issue #32)
+    for finding in bodied:
         body = (ZOO / finding.body).read_text()
         script = (ZOO / finding.script).read_text().rstrip("\n").splitlines()
         assert script[-1].startswith("raise SystemExit(") and "\n".join(script[:-1]) + "\n" == code_block(body), (
