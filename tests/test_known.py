@@ -57,3 +57,39 @@ def test_every_known_cause_links_upstream_or_a_search_and_names_its_status() -> 
     for known in KNOWN:
         assert known.url.startswith("https://github.com/pytorch/pytorch/issues"), known.key
         assert known.status and known.symptoms and ": " in known.title, known.key
+
+
+# what a check of the gallery's copy_then_mutate_source captured: Dynamo keeps `dst[...] = src` as a subscript
+# assignment (no `setitem(` call), and quotes the source in comments
+COPY_GRAPH = """class GraphModule(torch.nn.Module):
+    def forward(self, L_src_: "f32[3, 4][4, 1]cpu", L_dst_: "f32[3, 4][4, 1]cpu"):
+        l_src_ = L_src_
+        l_dst_ = L_dst_
+
+        # File: copy_then_mutate_source.py:6 in fn, code: dst[0:, :] = src[0:, :]  # copy src -> dst
+        getitem: "f32[3, 4][4, 1]cpu" = l_src_[(slice(0, None, None), slice(None, None, None))]
+        l_dst_[(slice(0, None, None), slice(None, None, None))] = getitem;  setitem = l_dst_;  l_dst_ = getitem = None
+
+        # File: copy_then_mutate_source.py:7 in fn, code: src.add_(1)  # then mutate src in place
+        add_: "f32[3, 4][4, 1]cpu" = l_src_.add_(1);  add_ = None
+        return (l_src_,)
+"""
+
+
+def test_a_subscript_assignment_then_an_in_place_update_is_the_known_copy_then_mutate() -> None:
+    found = recognise([leaf("input args[0]", Symptom.VALUE)], [COPY_GRAPH])
+    assert found is not None and found.issue.key == "copy-then-mutate"
+
+
+def test_a_floor_division_quoted_only_in_a_source_comment_is_not_the_graphs() -> None:
+    """The gallery's bf16 forecaster: `t // self.cfg.patch` of Python ints appears only in Dynamo's comments; its
+    bug is the remainder by a Python float."""
+    graph = """class GraphModule(torch.nn.Module):
+    def forward(self, L_t_: "bf16[4, 6][6, 1]cpu"):
+        l_t_ = L_t_
+        # File: forecaster.py:34 in forward, code: patches = series.reshape(b, t // self.cfg.patch, self.cfg.patch)
+        phase: "bf16[4, 6][6, 1]cpu" = torch.remainder(l_t_, 0.7);  l_t_ = None
+        return (phase,)
+"""
+    found = recognise([leaf("out", Symptom.VALUE)], [graph])
+    assert found is not None and found.issue.key == "scalar-not-rounded-bf16", found

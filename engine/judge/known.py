@@ -45,9 +45,19 @@ class Graph:
                 shapes.setdefault(alias, shapes[name])
         return cls(text, shapes)
 
+    @property
+    def code(self) -> str:
+        """The graph's code without its comments: Dynamo quotes each source line in a `# File: ..., code: ...`
+        comment, where `t // self.cfg.patch` of Python ints is no floor division of the graph's."""
+        return "\n".join(line.split("#", 1)[0] for line in self.text.splitlines())
+
     def calls(self, *names: str) -> bool:
         """Whether the graph calls any of these torch ops (as a function, a method or an operator name)."""
-        return any(re.search(rf"[.\s(]{re.escape(n)}\(", self.text) for n in names)
+        return any(re.search(rf"[.\s(]{re.escape(n)}\(", self.code) for n in names)
+
+    def writes_subscript(self) -> bool:
+        """Whether the graph assigns into a subscript (`dst[0:, :] = src`: Dynamo keeps it as `x[...] = y`)."""
+        return bool(re.search(r"^\s*\w+\[.*\] = ", self.code, re.M)) or self.calls("__setitem__", "setitem")
 
 
 _ANNOTATED = re.compile(r"(\w+): \"([a-z]+\d*)\[([^\]]*)\]")
@@ -89,12 +99,12 @@ def _permuted_key_attention(graph: Graph) -> bool:
 
 
 def _float_floor_division(graph: Graph) -> bool:
-    floor = re.search(r" // |floor_divide\(|rounding_mode = 'floor'", graph.text)
+    floor = re.search(r" // |floor_divide\(|rounding_mode = 'floor'", graph.code)
     return floor is not None and bool(re.search(r'"(?:f32|f64|bf16|f16)\[', graph.text))
 
 
 def _index_put_then_flip(graph: Graph) -> bool:
-    return graph.calls("index_put_", "index_copy_", "index_add_", "__setitem__", "setitem") and graph.calls("flip")
+    return (graph.calls("index_put_", "index_copy_", "index_add_") or graph.writes_subscript()) and graph.calls("flip")
 
 
 def _dropout_p1(graph: Graph) -> bool:
@@ -238,7 +248,7 @@ KNOWN: tuple[KnownIssue, ...] = (
         "open",
         "copy_then_mutate_source",
         frozenset({Symptom.VALUE, Symptom.MUTATION}),
-        lambda g: g.calls("copy_", "setitem", "__setitem__") and bool(re.search(r"\.(?:add|sub|mul|div)_\(", g.text)),
+        lambda g: (g.calls("copy_") or g.writes_subscript()) and bool(re.search(r"\.(?:add|sub|mul|div)_\(", g.code)),
     ),
     KnownIssue(
         "dtype-view-then-mutate",
