@@ -242,15 +242,6 @@ KNOWN: tuple[KnownIssue, ...] = (
         lambda g: g.calls("fmod", "remainder", "__mod__") and '"bf16[' in g.text,
     ),
     KnownIssue(
-        "copy-then-mutate",
-        "copy-then-mutate: a copy into dst followed by an in-place update of src gives dst the updated values",
-        "https://github.com/pytorch/pytorch/issues/198131",
-        "open",
-        "copy_then_mutate_source",
-        frozenset({Symptom.VALUE, Symptom.MUTATION}),
-        lambda g: (g.calls("copy_") or g.writes_subscript()) and bool(re.search(r"\.(?:add|sub|mul|div)_\(", g.code)),
-    ),
-    KnownIssue(
         "dtype-view-then-mutate",
         "dtype-view-then-mutate: a read through a dtype view is scheduled after a later in-place write",
         "https://github.com/pytorch/pytorch/issues/198101",
@@ -258,6 +249,15 @@ KNOWN: tuple[KnownIssue, ...] = (
         "dtype_view_then_mutate",
         frozenset({Symptom.VALUE, Symptom.MUTATION}),
         lambda g: bool(re.search(r"\.view\(torch\.(?:u?int\d+|float\d+|bfloat16|half)\)", g.text)),
+    ),
+    KnownIssue(
+        "copy-then-mutate",
+        "copy-then-mutate: a copy into dst followed by an in-place update of src gives dst the updated values",
+        "https://github.com/pytorch/pytorch/issues/198131",
+        "open",
+        "copy_then_mutate_source",
+        frozenset({Symptom.VALUE, Symptom.MUTATION}),
+        lambda g: (g.calls("copy_") or g.writes_subscript()) and bool(re.search(r"\.(?:add|sub|mul|div)_\(", g.code)),
     ),
     KnownIssue(
         "elu-subnormal",
