@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.judge.evidence import Test
 from engine.judge.verdicts import Verdict
 
 
@@ -86,6 +87,27 @@ class WorstElement:
 
 
 @dataclass(frozen=True)
+class NodeEvidence:
+    """The element rule's tests on one judged buffer (bf16/fp16 values that differ), and where the check's decision
+    put them: `margin` is log10 p minus the threshold of the strongest test with its effect (negative: it fired;
+    +inf: no test had its effect). What a calibration reads of the benign buffers (engine/judge/family.py)."""
+
+    graph: int
+    node: str
+    tests: tuple[Test, ...]
+    margin: float
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NodeEvidence:
+        return cls(
+            int(data["graph"]),
+            str(data["node"]),
+            tuple(Test(**t) for t in data.get("tests", ())),
+            float(data["margin"]),
+        )
+
+
+@dataclass(frozen=True)
 class InsideReport:
     """The check's own judgement of what compiled code materialises inside the program (engine/child/inside.py).
 
@@ -103,6 +125,7 @@ class InsideReport:
     narrowed: NodeDiff | None = None  # the first diverging value inside `first`'s fused kernel, where not `first`
     diverging: tuple[NodeDiff, ...] = ()  # in graph order, the first few
     notes: tuple[str, ...] = ()
+    evidence: tuple[NodeEvidence, ...] = ()  # every judged buffer with element tests
 
     @property
     def origin(self) -> NodeDiff | None:
@@ -115,6 +138,10 @@ class InsideReport:
         data["narrowed"] = self.narrowed.to_json() if self.narrowed else None
         data["diverging"] = [d.to_json() for d in self.diverging]
         data["notes"] = list(self.notes)
+        data["evidence"] = [
+            {"graph": e.graph, "node": e.node, "tests": [t.__dict__ for t in e.tests], "margin": repr(e.margin)}
+            for e in self.evidence
+        ]
         return data
 
     @classmethod
@@ -125,4 +152,5 @@ class InsideReport:
         kwargs["narrowed"] = NodeDiff.from_json(data["narrowed"]) if data.get("narrowed") else None
         kwargs["diverging"] = tuple(NodeDiff.from_json(d) for d in data.get("diverging", ()))
         kwargs["notes"] = tuple(data.get("notes", ()))
+        kwargs["evidence"] = tuple(NodeEvidence.from_json(e) for e in data.get("evidence", ()))
         return cls(**kwargs)

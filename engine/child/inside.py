@@ -40,7 +40,7 @@ from engine.child.graph_nodes import exposable, node_op, site
 from engine.judge import family
 from engine.judge.headline import where_inside
 from engine.judge.verdicts import Verdict
-from engine.nodes import InsideReport, NodeDiff, WorstElement
+from engine.nodes import InsideReport, NodeDiff, NodeEvidence, WorstElement
 from engine.options import CheckOptions
 from engine.result import OutputCode, ScalarRounding
 
@@ -60,6 +60,7 @@ class _Graph:
     values: dict[str, torch.Tensor] = field(default_factory=dict)  # node name -> the buffer compiled stored for it
     dropped: int = 0  # buffers reported past the byte budget
     rng: Any = None  # the generators' states when the call began: with fallback_random compiled drew from them
+    config: dict[str, Any] = field(default_factory=dict)  # the Inductor options it was compiled with (mode, options=)
 
 
 class Capture:
@@ -86,7 +87,8 @@ class Capture:
         def compile_fx(model: Any, example_inputs: Any, inner_compile: Any = None, *args: Any, **kwargs: Any) -> Any:
             inner = inner_compile or compile_fx_module.compile_fx_inner
             if not getattr(inner, "_inside", False):  # compile_fx calls itself: wrap once
-                inner = capture._inner(inner, id(getattr(model, "graph", model)))
+                patches = kwargs.get("config_patches") or (args[0] if args else None) or {}
+                inner = capture._inner(inner, id(getattr(model, "graph", model)), dict(patches))
             return real(model, example_inputs, inner, *args, **kwargs)
 
         compile_fx_module.compile_fx = compile_fx  # type: ignore[assignment]
@@ -100,12 +102,12 @@ class Capture:
         finally:
             compile_fx_module.compile_fx = real  # type: ignore[assignment]
 
-    def _inner(self, real_inner: Callable[..., Any], dynamo_graph: int) -> Callable[..., Any]:
+    def _inner(self, real_inner: Callable[..., Any], dynamo_graph: int, patches: dict[str, Any]) -> Callable[..., Any]:
         def inner(gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("is_backward"):  # gradients are leaves of their own; their graph is not judged here
                 return real_inner(gm, example_inputs, *args, **kwargs)
             try:
-                graph = _Graph(len(self.graphs), _copy(gm), dynamo_graph, frozenset(written_inputs(gm)))
+                graph = _Graph(len(self.graphs), _copy(gm), dynamo_graph, frozenset(written_inputs(gm)), config=patches)
             except Exception as exc:  # never at the compile's expense: this graph is then not judged
                 self.problem = f"a graph could not be copied ({type(exc).__name__}: {str(exc)[:120]})"
                 return real_inner(gm, example_inputs, *args, **kwargs)
@@ -173,6 +175,7 @@ class Judged:
     notes: list[str]
     explained: list[NodeDiff] = field(default_factory=list)  # diverging only where compiled keeps bf16/fp16 in fp32
     items: list[family.Item] = field(default_factory=list)  # every judged buffer with element tests, for the budget
+    evidence: list[NodeEvidence] = field(default_factory=list)  # the same, with where the decision put them
     fallbacks: dict[str, Verdict] = field(default_factory=dict)  # item -> its verdict if its element tests fall
 
 
@@ -213,6 +216,9 @@ def judge(
 def settle(judged: Judged, decision: family.Decision) -> None:
     """The check-level decision applied: a buffer called divergent by element tests alone stays so only where a test
     survives its share of the check's false-alarm budget (engine/judge/family.py)."""
+    judged.evidence = [
+        NodeEvidence(*_item_key(item.name), item.tests, decision.margin(item.name)) for item in judged.items
+    ]
     kept = []
     for diff in judged.diffs:
         name = item_name(diff.graph, diff.node)
@@ -323,6 +329,7 @@ def finish(
         narrowed,
         tuple(diffs[:_LISTED]),
         tuple(notes),
+        tuple(judged.evidence),
     )
 
 
@@ -350,14 +357,25 @@ def _narrow(
     given = _given(graph, nodes, set(graph.values))
     # the cone computed locally, from what compiled stored before it, as the check judged the buffer
     eager, ref, rounded = faithful_graph.run(graph.reference, graph.inputs or [], roundings, keep=keep, given=given)
+    twin = _twin(graph, roundings, {n.name for n in inside}, given, ref, notes, eager)
     sub = kernel_narrowing.subgraph(inside, outside, exposable)
-    compiled = kernel_narrowing.compiled_values(sub, [given.get(n.name, eager.get(n.name)) for n in outside])
+    compiled = kernel_narrowing.compiled_values(
+        sub, [given.get(n.name, eager.get(n.name)) for n in outside], graph.config
+    )
     exposed = [n for n in inside if exposable(n)]
     values = {n.name: c for n, c in zip(exposed, compiled, strict=True)}
     what = "; ".join(dict.fromkeys(rounded)) if rounded else None
     for node in exposed:
         found, _ = _judge_node(
-            node, eager.get(node.name), values.get(node.name), ref.get(node.name), what, options, graph, program
+            node,
+            eager.get(node.name),
+            values.get(node.name),
+            ref.get(node.name),
+            what,
+            options,
+            graph,
+            program,
+            twin.get(node.name),
         )
         if found is not None:
             return dataclasses.replace(found, kernel=first.kernel, materialised=node.name in graph.values)
@@ -412,7 +430,7 @@ def _judge_graph(
             f"{' or of uninitialized memory' if undefined else ''} are not judged (compiled draws its own numbers)"
         )
         keep -= shadowed
-    twin = _twin(graph, roundings, keep, given, ref, notes)
+    twin = _twin(graph, roundings, keep, given, ref, notes, eager)
     what = "; ".join(dict.fromkeys(rounded)) if rounded else None
     kernels = _kernels_of(code)
     order = {n.name: i for i, n in enumerate(graph.reference.graph.nodes)}
@@ -461,6 +479,11 @@ def item_name(graph: int, node: str) -> str:
     return f"graph {graph} node {node}"
 
 
+def _item_key(name: str) -> tuple[int, str]:
+    _, graph, _, node = name.split(" ", 3)
+    return int(graph), node
+
+
 def _twin(
     graph: _Graph,
     roundings: Sequence[ScalarRounding],
@@ -468,14 +491,19 @@ def _twin(
     given: dict[str, torch.Tensor],
     ref: dict[str, Any],
     notes: list[str],
+    eager: dict[str, Any],
 ) -> dict[str, Any]:
-    """The float64 run once more with every op in float32 (engine/child/opmath.py): how far float32 arithmetic may
-    stray from the exact value at each element, the width of a tie (engine/judge/elements.py). Only where a bf16/fp16
-    buffer has a reference: the element rule judges nothing else."""
+    """The float64 run once more with every op in float32 (engine/child/opmath.py): what a fused kernel computes
+    before its one rounding at the store, and how far float32 arithmetic may stray from the exact value at each
+    element, the width of a tie (engine/judge/elements.py). Only for bf16/fp16 values with a reference."""
     from engine.child import faithful_graph
     from engine.child.opmath import Float32Arithmetic
 
-    low = {n for n in keep if graph.values[n].dtype in (torch.bfloat16, torch.float16) and n in ref}
+    low = {
+        n
+        for n in keep
+        if isinstance(eager.get(n), torch.Tensor) and eager[n].dtype in (torch.bfloat16, torch.float16) and n in ref
+    }
     if not low:
         return {}
     try:
@@ -517,6 +545,11 @@ def _judge_node(
         c = c.reshape(e.shape)
     r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
     twin = twin if isinstance(twin, torch.Tensor) and r is not None and twin.shape == e.shape else None
+    if twin is not None and e.dtype in (torch.bfloat16, torch.float16):
+        # a buffer judged locally asks whether the kernel computed it correctly from what compiled stored before it:
+        # correctly is what its ops give in float32 (their opmath) rounded once at the store, which is what a fused
+        # kernel computes, not eager's op-by-op bf16/fp16 roundings (that difference is precision-cast by definition)
+        e = twin.to(e.dtype)
     metrics = measure(operands(e, c, r, twin))
     if metrics.mismatches == 0:
         return None, None

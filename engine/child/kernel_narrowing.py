@@ -57,10 +57,13 @@ def subgraph(inside: Sequence[Any], outside: Sequence[Any], exposable: Callable[
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
-def compiled_values(gm: torch.fx.GraphModule, inputs: list[Any]) -> list[Any]:
-    """The subgraph's outputs as Inductor computes them (its own compile, the check's Inductor config)."""
+def compiled_values(gm: torch.fx.GraphModule, inputs: list[Any], options: dict[str, Any] | None = None) -> list[Any]:
+    """The subgraph's outputs as Inductor computes them: its own compile, with the check's Inductor config and the
+    `options` the program's graph was compiled with (a snippet's mode and options)."""
     import torch._inductor
 
     with torch.no_grad():
-        compiled = torch._inductor.compile(gm, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        compiled = torch._inductor.compile(
+            gm, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], options=options or None
+        )
         return list(compiled(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
