@@ -4,6 +4,7 @@
 - a re-check reuses the program as loaded (the snippet is executed once, not once per re-check);
 - the precision re-check of a program without random draws compiles what the minimizer compiles (both
   switches on), so the minimizer's first compile is a hit in Inductor's cache;
+- checking the same program again loads it from Inductor's cache, the inside stage included;
 - the minimizer runs the original as it was checked (provenance included): the same cache entries.
 """
 
@@ -51,14 +52,23 @@ def test_the_live_stage_names_the_phase_and_rechecks_reuse_program_and_compile(r
     assert "fallback_random" not in r.explanation  # the re-check's extra switch changes nothing here and is not claimed
     # the precision re-check ran the program as loaded: the snippet was executed once
     assert Path(r.run_dir, "output.log").read_text().count("snippet loaded") == 1
-    # what the minimizer compiles (both switches, no provenance) was compiled by the re-check: a cache hit
-    minimizer = CheckOptions(
-        device="cpu", timeout_s=240, provenance=False, recheck_precision_casts=False
-    ).with_inductor_config(fallback_random=True, emulate_precision_casts=True)
+    # what the minimizer's candidates compile (both switches, no provenance, no inside stage: the options it derives
+    # itself) was compiled by the re-check: a cache hit
+    oracle = DivergenceOracle(runner, CheckOptions(device="cpu", timeout_s=240), tmp_path / "oracle")
+    minimizer = oracle.options.with_inductor_config(fallback_random=True, emulate_precision_casts=True).replace(
+        recheck_precision_casts=False
+    )
     again, seen = _checked(runner, source, minimizer, tmp_path / "minimizer")
     assert again.verdict is Verdict.MATCH, again.explanation
     details = [detail for stage, detail in seen if stage == "compiling"]
     assert "graph 1: loading from Inductor's cache" in details and "graph 1: lowering" not in details, details
+    # a user checking the same program again, inside stage on: Inductor's cache again, and still judged inside (the
+    # graph Inductor would compile is copied on a cache hit too)
+    same, seen = _checked(runner, source, CheckOptions(device="cpu", timeout_s=240), tmp_path / "same")
+    assert same.verdict is Verdict.PRECISION_CAST, same.explanation
+    details = [detail for stage, detail in seen if stage == "compiling"]
+    assert "graph 1: loading from Inductor's cache" in details and "graph 1: lowering" not in details, details
+    assert same.inside is not None and same.inside.status == "judged" and same.inside.judged == 1, same.inside
 
 
 FLOOR_DIVIDE = """

@@ -120,6 +120,19 @@ def test_with_cpp_wrapper_the_check_runs_without_the_hooks(runner: Runner, tmp_p
     assert cpp.inside is not None and cpp.inside.status == "skipped" and "cpp_wrapper" in cpp.inside.explanation
 
 
+def test_under_emulate_precision_casts_a_buffer_is_owed_eagers_roundings(runner: Runner, tmp_path: Path) -> None:
+    """A bf16 chain compiled with emulate_precision_casts rounds where eager rounds: its stored buffer equals eager's
+    and is not judged against the fused float32 evaluation (which it no longer promises)."""
+    source = (
+        "import torch\n\ndef fn(x, y):\n    return ((x * 1.3 + y) * 0.71 - x) / 3.0\n\n"
+        "def inputs():\n    return torch.randn(256).to(torch.bfloat16), torch.randn(256).to(torch.bfloat16)\n"
+    )
+    options = CheckOptions(timeout_s=200).with_inductor_config(emulate_precision_casts=True)
+    result = runner.check(source, options, "chain.py", run_dir=tmp_path / "run")
+    assert result.verdict is Verdict.MATCH, result.explanation
+    assert result.inside is not None and result.inside.status == "judged" and result.inside.first is None, result.inside
+
+
 @pytest.mark.parametrize(
     "holder",
     [

@@ -61,6 +61,7 @@ class _Graph:
     dropped: int = 0  # buffers reported past the byte budget
     rng: Any = None  # the generators' states when the call began: with fallback_random compiled drew from them
     config: dict[str, Any] = field(default_factory=dict)  # the Inductor options it was compiled with (mode, options=)
+    emulated: bool = False  # compiled with emulate_precision_casts: its kernels round where eager rounds
 
 
 class Capture:
@@ -103,11 +104,21 @@ class Capture:
             compile_fx_module.compile_fx = real  # type: ignore[assignment]
 
     def _inner(self, real_inner: Callable[..., Any], dynamo_graph: int, patches: dict[str, Any]) -> Callable[..., Any]:
+        import torch._inductor.config as inductor_config
+
         def inner(gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("is_backward"):  # gradients are leaves of their own; their graph is not judged here
                 return real_inner(gm, example_inputs, *args, **kwargs)
             try:
-                graph = _Graph(len(self.graphs), _copy(gm), dynamo_graph, frozenset(written_inputs(gm)), config=patches)
+                graph = _Graph(
+                    len(self.graphs),
+                    _copy(gm),
+                    dynamo_graph,
+                    frozenset(written_inputs(gm)),
+                    config=patches,
+                    # read here: compile_fx has applied the program's own options (config_patches) by now
+                    emulated=bool(inductor_config.emulate_precision_casts),
+                )
             except Exception as exc:  # never at the compile's expense: this graph is then not judged
                 self.problem = f"a graph could not be copied ({type(exc).__name__}: {str(exc)[:120]})"
                 return real_inner(gm, example_inputs, *args, **kwargs)
@@ -545,10 +556,11 @@ def _judge_node(
         c = c.reshape(e.shape)
     r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
     twin = twin if isinstance(twin, torch.Tensor) and r is not None and twin.shape == e.shape else None
-    if twin is not None and e.dtype in (torch.bfloat16, torch.float16):
+    if twin is not None and e.dtype in (torch.bfloat16, torch.float16) and not graph.emulated:
         # a buffer judged locally asks whether the kernel computed it correctly from what compiled stored before it:
         # correctly is what its ops give in float32 (their opmath) rounded once at the store, which is what a fused
-        # kernel computes, not eager's op-by-op bf16/fp16 roundings (that difference is precision-cast by definition)
+        # kernel computes, not eager's op-by-op bf16/fp16 roundings (that difference is precision-cast by definition).
+        # Under emulate_precision_casts a kernel promises eager's roundings: eager's values are then what it owes.
         e = twin.to(e.dtype)
     metrics = measure(operands(e, c, r, twin))
     if metrics.mismatches == 0:
