@@ -5,8 +5,9 @@ default check (the inside stage on), each with a fresh Inductor cache of its own
 warm cache. Printed per program: wall seconds of the four runs and the ratios, the inside stage's own seconds
 (`stage_seconds["inside"]`), the peak RSS of both checks, the verdicts, and what the inside stage found.
 
-    python benchmarks/inside_cost.py [FILE ...]     # default: the realistic programs below
+    python benchmarks/inside_cost.py [--write-docs] [FILE ...]     # default: the realistic programs below
 
+`--write-docs` writes the table into docs/figures/check-cost.md (its generated section; benchmarks/docs_pages.py).
 Take figures on a quiet machine (`nice -n 19`, say the load): two compiles at once on two cores are slower.
 """
 
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+SCRIPT = "benchmarks/inside_cost.py"
 DEFAULT = [
     "tests/snippets/sensor_encoder_pooled.py",  # the issue's pooled bf16 model, written here
     "benchmarks/minimize_corpus/time_bucket_encoder.py",
@@ -55,8 +57,11 @@ def run(file: str, cache: str, home: str, inside: bool) -> tuple[float, dict]:
 
 
 def main() -> None:
-    files = sys.argv[1:] or DEFAULT
-    print(f"load before: {os.getloadavg()[0]:.1f}")
+    args = sys.argv[1:]
+    write_docs = "--write-docs" in args
+    files = [a for a in args if a != "--write-docs"] or DEFAULT
+    load_before = os.getloadavg()[0]
+    print(f"load before: {load_before:.1f}")
     rows = []
     for file in files:
         with tempfile.TemporaryDirectory() as off_cache, tempfile.TemporaryDirectory() as on_cache:
@@ -67,25 +72,55 @@ def main() -> None:
                 on_warm, on = run(file, on_cache, home, inside=True)
         rows.append((file, off_cold, on_cold, off_warm, on_warm, off, on))
         print(f"{file}: done", flush=True)
-    print(
-        f"\n{'program':34} {'cold off':>8} {'cold on':>8} {'ratio':>5} {'warm off':>8} {'warm on':>8} {'ratio':>5}"
-        f" {'inside s':>8} {'peak MiB off/on':>16}  verdict off -> on"
-    )
+    load_after = os.getloadavg()[0]
+    table = _table(rows)
+    print("\n" + table)
+    print(f"\nload after: {load_after:.1f}")
+    if write_docs:
+        sys.path.insert(0, str(REPO))
+        from benchmarks.docs_pages import DOCS, write_section
+
+        measured = (
+            f"Measured by `nice -n 19 python {SCRIPT} --write-docs {' '.join(files) if sys.argv[1:] else ''}`"
+            f" (torch {_torch_version()}, CPU, 2 shared cores, load {load_before:.1f} before and {load_after:.1f}"
+            " after; other work ran beside it, so read ratios, not seconds).\n\n"
+        )
+        write_section(DOCS / "figures" / "check-cost.md", SCRIPT, measured + table)
+        print("written: docs/figures/check-cost.md")
+
+
+def _table(rows: list) -> str:
+    """Markdown: seconds of `divergence check` without (`--no-inside`) and with the inside stage, cold and warm."""
+    lines = [
+        "| program | cold off | cold on | ratio | warm off | warm on | ratio | inside stage s | buffers judged "
+        "| peak MiB off / on | verdict off -> on |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for file, off_cold, on_cold, off_warm, on_warm, off, on in rows:
         stage = on["stage_seconds"].get("inside", 0.0)
-        print(
-            f"{Path(file).stem[:34]:34} {off_cold:8.1f} {on_cold:8.1f} {on_cold / off_cold:5.2f} {off_warm:8.1f}"
-            f" {on_warm:8.1f} {on_warm / off_warm:5.2f} {stage:8.2f}"
-            f" {off['peak_rss_mb']:7.0f}/{on['peak_rss_mb']:<7.0f}"
-            f"  {off['verdict']} -> {on['verdict']}"
+        inside = on.get("inside") or {}
+        judged = f"{inside.get('judged', 0)} of {inside.get('hooked', 0)}" if inside.get("status") == "judged" else "-"
+        lines.append(
+            f"| {Path(file).stem} | {off_cold:.1f} | {on_cold:.1f} | {on_cold / off_cold:.2f} | {off_warm:.1f} "
+            f"| {on_warm:.1f} | {on_warm / off_warm:.2f} | {stage:.2f} | {judged} "
+            f"| {off['peak_rss_mb']:.0f} / {on['peak_rss_mb']:.0f} | {off['verdict']} -> {on['verdict']} |"
         )
-    print(
-        "\nwall seconds of `divergence check` (the CLI, a fresh worker each); cold: a fresh Inductor cache per variant"
+    lines.append("")
+    lines.append(
+        "Wall seconds of `divergence check` (the CLI, a fresh worker each); cold: a fresh Inductor cache per variant, "
+        "warm: the same check again on it. What the inside stage found:"
     )
+    lines.append("")
     for file, *_, on in rows:
         inside = on.get("inside") or {}
-        print(f"{Path(file).stem}: inside {inside.get('status')}: {inside.get('explanation', '')[:240]}")
-    print(f"load after: {os.getloadavg()[0]:.1f}")
+        lines.append(f"- {Path(file).stem}: {inside.get('status')}: {inside.get('explanation', '')[:240]}")
+    return "\n".join(lines)
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
 
 
 if __name__ == "__main__":

@@ -556,12 +556,15 @@ def _judge_node(
         c = c.reshape(e.shape)
     r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
     twin = twin if isinstance(twin, torch.Tensor) and r is not None and twin.shape == e.shape else None
+    own = e
     if twin is not None and e.dtype in (torch.bfloat16, torch.float16) and not graph.emulated:
         # a buffer judged locally asks whether the kernel computed it correctly from what compiled stored before it:
         # correctly is what its ops give in float32 (their opmath) rounded once at the store, which is what a fused
         # kernel computes, not eager's op-by-op bf16/fp16 roundings (that difference is precision-cast by definition).
         # Under emulate_precision_casts a kernel promises eager's roundings: eager's values are then what it owes.
         e = twin.to(e.dtype)
+        if torch.equal(own, c):  # compiled stored what eager computes, op by op: compile changed nothing here
+            return None, None
     metrics = measure(operands(e, c, r, twin))
     if metrics.mismatches == 0:
         return None, None
@@ -572,7 +575,10 @@ def _judge_node(
     if j.verdict is not Verdict.DIVERGENT:
         return None, j
     worst = (
-        WorstElement(metrics.worst_index, metrics.eager_value or "", metrics.compiled_value or "", metrics.ref_value)
+        # eager's own value there, as the user's eager run gives it (the side judged may be the float32 twin's)
+        WorstElement(
+            metrics.worst_index, repr(own[metrics.worst_index].item()), metrics.compiled_value or "", metrics.ref_value
+        )
         if metrics.worst_index is not None
         else None
     )
