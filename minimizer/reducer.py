@@ -62,6 +62,25 @@ class ReduceProgress:
 
 
 @dataclass(frozen=True)
+class PassStats:
+    """What one pass cost and won over a whole reduction (every round), as Hypothesis's shrinker counts per pass:
+    oracle calls, shrinks (candidates adopted) and seconds. A pass that costs many calls for no shrink is the one
+    to reorder or drop."""
+
+    name: str
+    calls: int
+    shrinks: int
+    seconds: float
+
+
+@dataclass
+class _PassCounts:
+    calls: int = 0
+    shrinks: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class ReduceStats:
     candidates_tried: int
     duplicates: int
@@ -71,6 +90,13 @@ class ReduceStats:
     elapsed_s: float
     budget_exhausted: bool
     skipped_edits: int = 0  # candidates not tested because the oracle had refused the same edit before
+    passes: tuple[PassStats, ...] = ()  # per pass, in the order they first ran
+
+    def passes_table(self) -> str:
+        """The per-pass counts as a small table, for a report or a log."""
+        rows = [f"{'pass':<26} {'calls':>6} {'shrinks':>7} {'seconds':>8}"]
+        rows += [f"{p.name:<26} {p.calls:>6} {p.shrinks:>7} {p.seconds:>8.1f}" for p in self.passes]
+        return "\n".join(rows)
 
 
 Edit = tuple[tuple[str, ...], tuple[str, ...]]
@@ -116,7 +142,10 @@ class Problem:
         self.on_progress = on_progress
         self.deadline = deadline
         self.checkpoint = checkpoint
-        self.pass_name = "start"
+        # per pass: its oracle calls, shrinks and seconds; `pass_name` is set as each pass starts (see the property)
+        self._passes: dict[str, _PassCounts] = {}
+        self._pass_name = "start"
+        self._pass_started = time.monotonic()
         self.known: dict[str, bool] = {h: False for h in rejected}
         self.known[digest(initial)] = True
         self.tried = self.duplicates = self.static_rejects = self.calls = self.accepted = self.skipped_edits = 0
@@ -128,6 +157,24 @@ class Problem:
         self.started = time.monotonic()
         self.history: list[str] = [initial]  # every adopted candidate, in order: what a failed repro falls back along
         self.bisected: str | None = None  # a program whose earliest diverging cut is itself (minimizer.passes.nodes)
+
+    @property
+    def pass_name(self) -> str:
+        """The pass now running: what progress, refusals and the per-pass counts are attributed to."""
+        return self._pass_name
+
+    @pass_name.setter
+    def pass_name(self, name: str) -> None:
+        now = time.monotonic()
+        self._counts().seconds += now - self._pass_started
+        self._pass_name, self._pass_started = name, now
+
+    def _counts(self) -> _PassCounts:
+        return self._passes.setdefault(self._pass_name, _PassCounts())
+
+    def _called(self, n: int) -> None:
+        self.calls += n
+        self._counts().calls += n
 
     # -- the one entry point passes use --
     def adopt_first(self, candidates: Iterable[str]) -> str | None:
@@ -143,7 +190,7 @@ class Problem:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise BudgetExhausted()
             verdicts = self.oracle.test_many(batch)
-            self.calls += len(batch)
+            self._called(len(batch))
             self.last_tested_tokens = count_tokens(batch[-1])
             for candidate, ok in zip(batch, verdicts):
                 self.known[digest(candidate)] = ok
@@ -218,7 +265,7 @@ class Problem:
                 raise BudgetExhausted()
             for candidate, ok in zip(batch, self.oracle.test_many(batch)):
                 self.known[digest(candidate)] = ok
-            self.calls += len(batch)
+            self._called(len(batch))
             self.last_tested_tokens = count_tokens(batch[-1])
             self._report()
         return [self.known.get(digest(c), False) for c in prepared]
@@ -263,6 +310,7 @@ class Problem:
         self.current = candidate
         self.history.append(candidate)
         self.accepted += 1
+        self._counts().shrinks += 1
         if self.checkpoint is not None:
             save_checkpoint(self.checkpoint, candidate, [h for h, ok in self.known.items() if not ok])
         self._report()
@@ -287,15 +335,21 @@ class Problem:
             pass
 
     def stats(self, budget_exhausted: bool = False) -> ReduceStats:
+        self.pass_name = self.pass_name  # the running pass's seconds so far
         return ReduceStats(
-            self.tried,
-            self.duplicates,
-            self.static_rejects,
-            self.calls,
-            self.accepted,
-            time.monotonic() - self.started,
-            budget_exhausted,
-            self.skipped_edits,
+            candidates_tried=self.tried,
+            duplicates=self.duplicates,
+            static_rejects=self.static_rejects,
+            oracle_calls=self.calls,
+            accepted=self.accepted,
+            elapsed_s=time.monotonic() - self.started,
+            budget_exhausted=budget_exhausted,
+            skipped_edits=self.skipped_edits,
+            passes=tuple(
+                PassStats(name, c.calls, c.shrinks, c.seconds)
+                for name, c in self._passes.items()
+                if c.calls or c.shrinks
+            ),
         )
 
 

@@ -286,3 +286,15 @@ def test_inline_functions_puts_a_one_line_helper_where_it_is_called() -> None:
         reduce_with([inline_functions], source, lambda s: "randn(3, 1)" in s)
         == "import torch\ninputs = (torch.randn(3, 1) + 1.0,)\n"
     )
+
+
+def test_each_pass_keeps_its_calls_shrinks_and_seconds() -> None:
+    """Per-pass counts add up to the reduction's totals, and name the pass that did the work."""
+    source = "import os\nimport torch\na = 1\nb = 2\nc = 3\nprint(torch.ones(b))\n"
+    problem = Problem(canonical(source), PredicateOracle(lambda s: "torch.ones(b)" in s and "b = 2" in s))
+    stats = Reducer([lift_branches, delete_statements, remove_unused_imports]).run(problem)
+    by_name = {p.name: p for p in stats.passes}
+    assert sum(p.calls for p in stats.passes) == stats.oracle_calls > 0
+    assert sum(p.shrinks for p in stats.passes) == stats.accepted > 0
+    assert by_name["delete_statements"].shrinks >= 1 and "lift_branches" not in by_name  # no branch: never called
+    assert all(p.seconds >= 0 for p in stats.passes) and "delete_statements" in stats.passes_table()

@@ -134,6 +134,8 @@ def _write(result: MinimizeResult, args: argparse.Namespace) -> None:
         f"{s0.lines} -> {s1.lines} lines, {s0.tokens} -> {s1.tokens} tokens, {s0.torch_ops} -> {s1.torch_ops} torch"
         f" ops; {result.oracle_calls} oracle calls in {result.elapsed_s:.0f} s"
     )
+    if result.stats.passes:  # what each pass cost and won: the one to reorder or drop costs calls for no shrink
+        print(result.stats.passes_table(), file=sys.stderr)
     if result.repro is not None:
         args.output.write_text(result.repro)
         print(
