@@ -1,7 +1,7 @@
 """The whole minimization: establish the signature, reduce, polish with shrinkray, confirm, emit repro and report.
 
 The pipeline's guarantees: the signature (leaf, symptoms, mechanism, eval state, first diverging op;
-see `minimizer.oracle`) is established from two runs of the original and one with the mechanism
+see `minimizer.interestingness`) is established from two runs of the original and one with the mechanism
 switches on (a flaky divergence, or one the random stream or a precision cast explains, is refused,
 not minimized); the final candidate is re-checked once more, with its first diverging intermediate (a
 flip is reported as flakiness); the repro is offered as verified only when a fresh interpreter running
@@ -27,7 +27,7 @@ from typing import Any
 from engine import CheckOptions, Runner
 from minimizer.body import Settled, fresh_runner, settle
 from minimizer.mechanism import read_graphs
-from minimizer.oracle import Checked, DivergenceOracle, Refusal, Signature, refusal_summary
+from minimizer.interestingness import Checked, DivergenceOracle, Refusal, Signature, refusal_summary
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
 from minimizer.reducer import (

@@ -31,7 +31,7 @@ from engine import (
 )
 from minimizer.body import Settled, Side
 from minimizer.mechanism import read_graphs
-from minimizer.oracle import Checked, Outcome, Signature, classify, counterparts
+from minimizer.interestingness import Checked, Outcome, Signature, classify, counterparts
 from minimizer.standalone import SMALL
 
 LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")

@@ -475,7 +475,7 @@ def shows(stdout: str, expect: tuple[str, Iterable[str]] | None) -> bool:
     if expect is None:
         return bool(lines)
     leaf, symptoms = expect
-    # as the oracle classifies (minimizer/oracle.classify): the leaf by its name while the program still has it; once a
+    # as the oracle classifies (minimizer/interestingness.classify): the leaf by its name while the program still has it; once a
     # graph pass has changed what the program returns (`out['sample[24]']` became `out`), any leaf with those symptoms
     present = any(line.startswith((f"{leaf}: ", f"{leaf} [")) for line in stdout.splitlines())
     for line in lines:

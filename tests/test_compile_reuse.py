@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine import CheckOptions, Runner, Verdict
-from minimizer.oracle import DivergenceOracle
+from minimizer.interestingness import DivergenceOracle
 
 
 def _bf16_chain() -> str:

@@ -14,7 +14,7 @@ import pytest
 from app.gallery import load_cases
 from engine import CheckOptions, Runner, Verdict
 from minimizer.body import Side, fresh_runner, settle
-from minimizer.oracle import Checked, signature_of
+from minimizer.interestingness import Checked, signature_of
 from minimizer.report import issue_title, render
 
 CASE = Path(__file__).resolve().parent.parent / "sample_cases" / "floor_divide_off_by_one.py"

@@ -108,7 +108,7 @@ def test_an_rng_verdict_names_the_ops_that_drew_and_the_minimizer_refuses_with_i
     # dropout in training mode diverges only through Inductor's own random stream: the check says rng and names
     # the op of eager's run that drew; the minimizer has nothing to minimize and passes that sentence on
     from engine import CheckOptions
-    from minimizer.oracle import DivergenceOracle, NotReproducible
+    from minimizer.interestingness import DivergenceOracle, NotReproducible
     from tests.conftest import REPO
 
     oracle = DivergenceOracle(runner, CheckOptions(device="cpu", timeout_s=240), tmp_path)
@@ -151,7 +151,7 @@ def test_a_precision_cast_verdict_names_its_value_and_the_minimizer_refuses_with
     # the counterpart of the rng refusal: a bf16 chain whose difference is Inductor keeping fp32 between two ops;
     # the check names the value eager rounds (its line), and the minimizer has nothing to minimize
     from engine import CheckOptions
-    from minimizer.oracle import DivergenceOracle, NotReproducible
+    from minimizer.interestingness import DivergenceOracle, NotReproducible
     from tests.conftest import REPO
 
     oracle = DivergenceOracle(runner, CheckOptions(device="cpu", timeout_s=240), tmp_path)

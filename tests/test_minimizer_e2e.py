@@ -12,7 +12,7 @@ import pytest
 from engine import CheckOptions, Runner, Symptom
 from minimizer.body import Side
 from minimizer.minimize import minimize
-from minimizer.oracle import Outcome
+from minimizer.interestingness import Outcome
 
 SNIPPET = Path(__file__).resolve().parent / "snippets" / "minimize_floor_divide_noisy.py"
 CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "minimize_corpus"

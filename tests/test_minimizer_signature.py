@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine import CheckOptions, ErrorKind, Runner, Verdict
-from minimizer.oracle import DivergenceOracle, Outcome
+from minimizer.interestingness import DivergenceOracle, Outcome
 from minimizer.syntax import canonical
 
 SLIP = Path(__file__).resolve().parent / "snippets" / "minimize_dropout_slip.py"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine import CheckOptions, CheckResult, ErrorInfo, ErrorKind, LeafKind, LeafResult, Symptom, Verdict
 from minimizer.graph import rewrite_with_graph
-from minimizer.oracle import Outcome, Signature, classify, signature_of
+from minimizer.interestingness import Outcome, Signature, classify, signature_of
 from minimizer.passes import delete_statements
 from minimizer.passes.nodes import graph_rewrite
 from minimizer.reducer import PredicateOracle, Problem, Reducer, load_checkpoint
@@ -105,7 +105,7 @@ def test_a_buffer_made_an_explicit_input_by_the_graph_rewrite_is_the_same_leaf()
 
 
 def test_a_refusal_says_what_the_candidate_lost() -> None:
-    from minimizer.oracle import lost
+    from minimizer.interestingness import lost
 
     target = Signature("out['logits']", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
     result = _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE, Symptom.NAN))

@@ -69,7 +69,7 @@ def test_a_python_scalar_rounded_in_eager_but_not_by_inductor_is_divergent(runne
 @pytest.mark.slow
 def test_a_minimization_of_a_bf16_model_with_the_scalar_bug_starts_and_keeps_its_signature(runner, tmp_path):
     from engine import CheckOptions, Symptom
-    from minimizer.oracle import DivergenceOracle, Outcome
+    from minimizer.interestingness import DivergenceOracle, Outcome
     from tests.conftest import REPO
 
     source = (REPO / "sample_cases" / "forecaster_remainder_bf16.py").read_text()

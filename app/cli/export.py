@@ -19,7 +19,7 @@ from engine.live import PAYLOAD_FILE
 from engine.options import CheckOptions
 from engine.result import TRACE_DIR, CheckResult
 from engine.runner import Runner
-from minimizer.oracle import Checked, signature_of
+from minimizer.interestingness import Checked, signature_of
 from minimizer.report import render
 from minimizer.repro import ReproError, emit
 

@@ -24,7 +24,7 @@ from engine import records
 from engine.judge.known import recognise
 from engine.localization.reports import INTERMEDIATES_FILE, IntermediatesReport
 from engine.result import CheckResult
-from minimizer.oracle import signature_of
+from minimizer.interestingness import signature_of
 
 LOCALIZE_DIR = "localize"  # in the sweep's directory: one localization run per divergent job
 

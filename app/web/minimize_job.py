@@ -26,7 +26,7 @@ from typing import Any, cast
 from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner, records
 from minimizer import ReduceProgress, measure
 from minimizer.minimize import MinimizeResult, minimize
-from minimizer.oracle import NotReproducible
+from minimizer.interestingness import NotReproducible
 from minimizer.reducer import digest, load_checkpoint
 from minimizer.syntax import canonical
 

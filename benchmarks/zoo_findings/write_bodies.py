@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from engine import CheckOptions, Runner, Symptom  # noqa: E402
 from minimizer.body import Side, fresh_runner, settle  # noqa: E402
 from minimizer.mechanism import read_graphs  # noqa: E402
-from minimizer.oracle import Checked, signature_of  # noqa: E402
+from minimizer.interestingness import Checked, signature_of  # noqa: E402
 from minimizer.report import leaf_of, locate, render  # noqa: E402
 
 SWITCHES = {"fallback_random": True, "emulate_precision_casts": True}
