@@ -4,9 +4,11 @@ The emitted script imports only torch (plus what the program itself imports), se
 program's own module code as the engine does, runs eager and compiled from the same RNG state on cloned
 inputs, and judges every output (every input mutated in place, every module buffer and, with `backward`,
 every gradient of an input or parameter) under the check's leaf names with **the engine's own judge**:
-engine/judge and the faithful reference's trace (engine/child/faithful.py) are embedded verbatim, read as
-text from the engine beside this package, so the floor, the element rule, the strides that count and the
-reference (eager asked per call which scalars it rounds, its draws replayed in float64) are the check's.
+engine/judge, the faithful reference's trace (engine/child/faithful.py) and the leaf walker
+(engine/child/leaves.py) are embedded verbatim, read as text from the engine beside this package, so the floor,
+the element rule, the strides that count, the reference (eager asked per call which scalars it rounds, its draws
+replayed in float64) and every leaf's name (a cache's `out.cache.layers[0].keys`, a dataclass's field) are the
+check's.
 It prints each leaf's verdict and sentence and exits 1 while compiled diverges, 0 once it does not.
 
 - fn + inputs: the program, then the harness calls `fn` on `inputs`.
@@ -35,24 +37,13 @@ from engine import CheckOptions, SnippetStyle, detect_style
 # Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, NOISE_ULPS, BACKWARD, COMPILE_KWARGS) come before it, the judge after it.
 HELPERS = '''
 def _map(obj, f):
-    if isinstance(obj, torch.Tensor):
-        return f(obj)
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_map(o, f) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _map(v, f) for k, v in obj.items()}
-    return obj
+    # the engine's own walker (embedded below): namedtuples, dataclasses, pytree nodes and objects' attributes
+    return _judge.leaves.map_tensors(obj, f)
 
 
 def _tensors(obj, name):
-    if isinstance(obj, torch.Tensor):
-        yield name, obj
-    elif isinstance(obj, (tuple, list)):
-        for i, item in enumerate(obj):
-            yield from _tensors(item, f"{name}[{i}]")
-    elif isinstance(obj, dict):
-        for key, item in obj.items():
-            yield from _tensors(item, f"{name}[{key!r}]")
+    # every tensor by the engine's leaf name: `out.cache.layers[0].keys` as the check printed it
+    return _judge.leaves.tensors_of(obj, name)
 
 
 def _seed(seed):
@@ -317,7 +308,8 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
 
 
 # The modules of the engine's judge a repro embeds, in dependency order, and where they are.
-JUDGE_MODULES = ("verdicts", "evidence", "elements", "metrics", "witness", "family", "oracle", "faithful")
+JUDGE_MODULES = ("verdicts", "evidence", "elements", "metrics", "witness", "family", "oracle", "faithful", "leaves")
+_CHILD_MODULES = ("faithful", "leaves")  # in engine/child: the reference's trace and the one leaf walker
 _JUDGE_PACKAGE = "_divergence_judge"
 
 
@@ -329,7 +321,7 @@ def judge_source() -> str:
     )  # the engine beside this package (read as text, never imported)
     sources = {}
     for name in JUDGE_MODULES:
-        text = (root / ("child" if name == "faithful" else "judge") / f"{name}.py").read_text()
+        text = (root / ("child" if name in _CHILD_MODULES else "judge") / f"{name}.py").read_text()
         text = text.replace("from engine.judge.", f"from {_JUDGE_PACKAGE}.").replace(
             "from engine.judge import", f"from {_JUDGE_PACKAGE} import"
         )

@@ -162,3 +162,38 @@ def test_a_leaf_a_graph_pass_renamed_verifies_by_its_symptoms_as_the_oracle_clas
     # candidate (no leaf of that name: any output with the symptoms), so its repro must verify the same way
     output = "out: divergent: ...\nDIVERGENT out [value]: compiled is off in 224 elements\ntorch 2.13 - bug present\n"
     assert shows(output, ("out['sample[24]']", {"value"})) and not shows(output, ("out['sample[24]']", {"stride"}))
+
+
+CACHE_LEAF = """import dataclasses
+import torch
+
+
+@dataclasses.dataclass
+class Cache:
+    keys: torch.Tensor
+    steps: int
+
+
+class Out:
+    def __init__(self, logits, cache):
+        self.logits = logits
+        self.cache = cache
+
+
+def fn(a, b):
+    # compiled's floor division is off by one in some elements (the gallery's floor_divide_off_by_one): in the cache
+    return Out(a * 2, Cache(torch.div(a, b, rounding_mode="floor"), 3))
+
+
+inputs = (torch.tensor([1.0, 0.5, 6.0, 1.0, 7.0, -1.0]), torch.tensor([0.1, 0.1, 0.2, 1 / 3, 2.0, 0.1]))
+"""
+
+
+@pytest.mark.slow
+def test_a_signature_on_a_cache_leaf_verifies_in_the_repro(tmp_path: Path) -> None:
+    """The repro names leaves with the engine's walker: a divergence inside an object's dataclass field shows under
+    the check's own leaf name, and `shows` accepts it for that signature."""
+    script = emit(CACHE_LEAF, CheckOptions(device="cpu"))
+    check = verify(script, timeout_s=300, work_dir=tmp_path, expect=("out.cache.keys", ["value"]))
+    assert check.reproduces, check.output
+    assert "DIVERGENT out.cache.keys [value]" in check.output and "out.logits: match" in check.output, check.output
