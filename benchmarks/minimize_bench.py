@@ -49,9 +49,9 @@ CORPUS = Path(__file__).resolve().parent / "minimize_corpus"
 sys.path.insert(0, str(ROOT))
 
 from engine import CheckOptions, Runner  # noqa: E402
+from minimizer.interestingness import Checked, DivergenceOracle  # noqa: E402
 from minimizer.mechanism import read_graphs  # noqa: E402
 from minimizer.minimize import minimize, shrinkray_decider  # noqa: E402
-from minimizer.interestingness import Checked, DivergenceOracle  # noqa: E402
 from minimizer.repro import emit, verify  # noqa: E402
 from minimizer.shrinkray import find_shrinkray, run_shrinkray  # noqa: E402
 from minimizer.size import measure  # noqa: E402

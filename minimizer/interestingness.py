@@ -73,7 +73,10 @@ class Signature:
     def describe(self) -> str:
         symptoms = ", ".join(sorted(s.value for s in self.symptoms))
         where = f"; starts at `{self.first_op}`" if self.first_op else ""
-        return f"leaf `{self.leaf}` ({self.kind.value}) divergent with {symptoms}; mechanism {self.mechanism.value}{where}; {self.state.state()}"
+        return (
+            f"leaf `{self.leaf}` ({self.kind.value}) divergent with {symptoms}; mechanism"
+            f" {self.mechanism.value}{where}; {self.state.state()}"
+        )
 
     def same_start(self, report: IntermediatesReport | None) -> bool:
         if report is None:
@@ -107,8 +110,8 @@ def classify(signature: Signature, result: CheckResult) -> Outcome:
         return Outcome.NOT_DIVERGENT
     if result.code.fx_graphs and not same_state(signature.state, read_graphs(result.code.fx_graphs)):
         return Outcome.OTHER_STATE
-    named = [l for l in result.leaves if l.name == signature.leaf]
-    pool = named or [l for l in result.leaves if l.kind in counterparts(signature.kind)]
+    named = [leaf for leaf in result.leaves if leaf.name == signature.leaf]
+    pool = named or [leaf for leaf in result.leaves if leaf.kind in counterparts(signature.kind)]
     if any(
         leaf.verdict is Verdict.DIVERGENT and same_symptoms(signature.symptoms, frozenset(leaf.symptoms))
         for leaf in pool
@@ -189,7 +192,8 @@ REFUSALS_KEPT = 400  # a long reduction refuses thousands; the first ones say th
 
 def refusal_summary(refusals: Sequence[Refusal]) -> list[str]:
     """The report's lines on refused candidates: every graph-path candidate (the moves that shrink most, where one
-    refusal explains a model that stays large), then the other passes' refusals by pass and outcome, one example each."""
+    refusal explains a model that stays large), then the other passes' refusals by pass and outcome, one example each.
+    """
     lines = [f"refused {r.describe()}" for r in refusals if r.pass_name == "graph_rewrite"]
     groups: dict[tuple[str, Outcome], list[Refusal]] = {}
     for r in refusals:
@@ -325,15 +329,19 @@ class DivergenceOracle:
             )
         elif switches:
             culprit = next(iter(switches))
-        # a mechanism is named only with evidence of it in the program, as the check names it (engine/judge/mechanisms.py)
+        # a mechanism is named only with evidence of it in the program, as the check names it
+        # (engine/judge/mechanisms.py)
         trips = mechanisms.round_trips(probe.code.fx_graphs)
         if culprit == "fallback_random" and base.state.random_ops:
             what = (
-                f"it vanishes with fallback_random=True, so it is Inductor's random stream differing from eager's "
+                "it vanishes with fallback_random=True, so it is Inductor's random stream differing from eager's "
                 f"({', '.join(sorted(base.state.random_ops))}), not a kernel bug (pytorch#118735)"
             )
         elif culprit == "emulate_precision_casts" and trips:
-            what = f"it vanishes with emulate_precision_casts=True: Inductor skipped a low-precision round trip that eager performs ({trips[0].describe()})"
+            what = (
+                "it vanishes with emulate_precision_casts=True: Inductor skipped a low-precision round trip that eager"
+                f" performs ({trips[0].describe()})"
+            )
         elif culprit == "fallback_random":
             what = "it " + mechanisms.unexplained(
                 "fallback_random=True", "the program calls no op that draws random numbers"
@@ -353,7 +361,7 @@ class DivergenceOracle:
         assert self.signature is not None, "establish() first"
         checked = self._run(candidates, self.candidate_options)
         outcomes = [(classify(self.signature, c.result), c.result) for c in checked]
-        for candidate, (outcome, result), run in zip(candidates, outcomes, checked):
+        for candidate, (outcome, result), run in zip(candidates, outcomes, checked, strict=False):
             self.outcomes[outcome] += 1
             if outcome is not Outcome.INTERESTING:
                 self._record(candidate, outcome, result)
@@ -404,7 +412,8 @@ class DivergenceOracle:
             self.refused.append(Refusal(self.pass_name(), count_tokens(candidate), outcome, result.verdict.value, why))
 
     def final_check(self, source: str) -> Checked:
-        """Re-run the final candidate with its intermediates: a flip shows flakiness, and its figures feed the report."""
+        """Re-run the final candidate with its intermediates: a flip shows flakiness, and its figures feed the
+        report."""
         run = self._run([source], self._guarded(self.candidate_options))[0]
         self.last[source] = run
         return run

@@ -20,7 +20,8 @@ from engine.judge.mechanisms import RANDOM_OPS
 # Calls that draw from a random stream are the engine's list (ops torch tags nondeterministic_seeded, the tag the
 # check's own rng evidence reads), matched by name against the calls of the printed graph; the ones whose draw
 # depends on an argument are judged by it: the `training` flag below, and attention's dropout_p.
-# ops whose `training` flag decides what they compute: (positional index of the flag, whether training draws random numbers)
+# ops whose `training` flag decides what they compute: (positional index of the flag, whether training draws random
+# numbers)
 TRAINING_FLAG = {
     "dropout": (2, True),
     "alpha_dropout": (2, True),
@@ -131,7 +132,8 @@ def forward_of(graph: str) -> ast.FunctionDef | None:
 
 
 def call_name(call: ast.Call) -> str:
-    """`torch.nn.functional.dropout(...)` -> "dropout", `x.softmax(...)` -> "softmax", `torch._C._nn.linear` -> "linear"."""
+    """`torch.nn.functional.dropout(...)` -> "dropout", `x.softmax(...)` -> "softmax", `torch._C._nn.linear` ->
+    "linear"."""
     func = call.func
     if isinstance(func, ast.Attribute):
         return func.attr

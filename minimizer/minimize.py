@@ -26,8 +26,8 @@ from typing import Any
 
 from engine import CheckOptions, Runner
 from minimizer.body import Settled, fresh_runner, settle
-from minimizer.mechanism import read_graphs
 from minimizer.interestingness import Checked, DivergenceOracle, Refusal, Signature, refusal_summary
+from minimizer.mechanism import read_graphs
 from minimizer.passes import FINISHING_PASSES, SOURCE_PASSES
 from minimizer.passes.nodes import graph_rewrite, promote_to_inputs, truncate_output
 from minimizer.reducer import (
@@ -335,8 +335,8 @@ def _reduce(ctx: _Context, problem: Problem, *, use_graph: bool, use_shrinkray: 
     exhausted = stats.budget_exhausted
     if exhausted and not ctx.stop():
         ctx.note(
-            f"the time budget for reducing ran out in pass {problem.pass_name}; the finishing passes had their reserved "
-            f"{finishing_reserve(ctx.budget_s or 0):.0f} s"
+            f"the time budget for reducing ran out in pass {problem.pass_name}; the finishing passes had their reserved"
+            f" {finishing_reserve(ctx.budget_s or 0):.0f} s"
         )
     if use_shrinkray and not exhausted and not ctx.stop():
         polish_with_shrinkray(problem, ctx.oracle, main_deadline, ctx.note, problem.plausible)
@@ -380,8 +380,8 @@ def polish_with_shrinkray(
     executable = find_shrinkray()
     if executable is None:
         note(
-            "shrinkray not found (`divergence install-shrinkray` makes one, or set DIVERGENCE_SHRINKRAY to its executable); "
-            "finishing with our own passes"
+            "shrinkray not found (`divergence install-shrinkray` makes one, or set DIVERGENCE_SHRINKRAY to its"
+            " executable); finishing with our own passes"
         )
         return
     remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -393,7 +393,8 @@ def polish_with_shrinkray(
     # its answer for its own result is cached, so this costs no oracle call unless shrinkray was cut short
     if decide(run.result) and problem.adopt_verified(run.result):
         note(
-            f"shrinkray polish: {measure(before).tokens} -> {measure(problem.current).tokens} tokens in {run.seconds:.0f} s"
+            f"shrinkray polish: {measure(before).tokens} -> {measure(problem.current).tokens} tokens in"
+            f" {run.seconds:.0f} s"
         )
     else:
         note(f"shrinkray polish found nothing smaller in {run.seconds:.0f} s")
@@ -424,7 +425,8 @@ def _stopped(ctx: _Context, problem: Problem, stats: ReduceStats) -> MinimizeRes
 # -- confirming: the final re-check, the repro in a fresh interpreter, and the fall back when it does not reproduce --
 @dataclass(frozen=True)
 class _Confirmation:
-    """The candidate offered (an earlier one where the last one's repro did not reproduce), its re-check and its repro."""
+    """The candidate offered (an earlier one where the last one's repro did not reproduce), its re-check and its
+    repro."""
 
     final: str
     final_run: Checked
@@ -453,7 +455,8 @@ def _confirm(ctx: _Context, problem: Problem) -> _Confirmation:
     fell_back = False
     if check is not None and not check.reproduces and not ctx.stop():
         ctx.note(
-            f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}): {_last_line(check.output)}"
+            f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}):"
+            f" {_last_line(check.output)}"
         )
         found = fall_back(problem.history, ctx.check_repro, ctx.stop)
         if found is not None:
@@ -464,7 +467,8 @@ def _confirm(ctx: _Context, problem: Problem) -> _Confirmation:
     confirmed = ctx.oracle.confirmed(final_run)
     if not confirmed:
         ctx.note(
-            "FLAKY: the final candidate did not reproduce the signature when re-checked; treat the result with suspicion"
+            "FLAKY: the final candidate did not reproduce the signature when re-checked; treat the result with"
+            " suspicion"
         )
     confirmation = _Confirmation(final, final_run, repro or final, check, fell_back, confirmed)
     if check is not None and not confirmation.verified:

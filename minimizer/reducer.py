@@ -103,7 +103,8 @@ Edit = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 def edit_of(before: str, after: str) -> Edit:
-    """The lines `after` drops from `before` and the lines it adds, in order: a candidate's change, without its context."""
+    """The lines `after` drops from `before` and the lines it adds, in order: a candidate's change, without its
+    context."""
     old, new = before.splitlines(), after.splitlines()
     removed: list[str] = []
     added: list[str] = []
@@ -146,7 +147,7 @@ class Problem:
         self._passes: dict[str, _PassCounts] = {}
         self._pass_name = "start"
         self._pass_started = time.monotonic()
-        self.known: dict[str, bool] = {h: False for h in rejected}
+        self.known: dict[str, bool] = dict.fromkeys(rejected, False)
         self.known[digest(initial)] = True
         self.tried = self.duplicates = self.static_rejects = self.calls = self.accepted = self.skipped_edits = 0
         # Edits (lines removed, lines added) the oracle refused: not proposed again in a later context.
@@ -192,14 +193,15 @@ class Problem:
             verdicts = self.oracle.test_many(batch)
             self._called(len(batch))
             self.last_tested_tokens = count_tokens(batch[-1])
-            for candidate, ok in zip(batch, verdicts):
+            for candidate, ok in zip(batch, verdicts, strict=False):
                 self.known[digest(candidate)] = ok
                 if not ok:
                     self.refused_edits.add(edit_of(self.current, candidate))
             self._report()
             # the smallest interesting one: the batch's calls are spent either way
             winners = sorted(
-                (c for c, ok in zip(batch, verdicts) if ok and sort_key(c) < sort_key(self.current)), key=sort_key
+                (c for c, ok in zip(batch, verdicts, strict=False) if ok and sort_key(c) < sort_key(self.current)),
+                key=sort_key,
             )
             for winner in winners:
                 if self._guarded(winner):
@@ -263,7 +265,7 @@ class Problem:
                 raise StopRequested()
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise BudgetExhausted()
-            for candidate, ok in zip(batch, self.oracle.test_many(batch)):
+            for candidate, ok in zip(batch, self.oracle.test_many(batch), strict=False):
                 self.known[digest(candidate)] = ok
             self._called(len(batch))
             self.last_tested_tokens = count_tokens(batch[-1])
@@ -367,7 +369,7 @@ def walk_sites(problem: Problem, candidates_at: Callable[[str, int], list[str] |
         source = problem.current
         hits: dict[str, int] = {}
 
-        def variants(source: str = source, start: int = start) -> Iterator[str]:
+        def variants(source: str = source, start: int = start, hits: dict[str, int] = hits) -> Iterator[str]:
             i = start
             while (found := candidates_at(source, i)) is not None:
                 for candidate in found:

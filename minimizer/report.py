@@ -30,8 +30,8 @@ from engine import (
     run_localization,
 )
 from minimizer.body import Settled, Side
-from minimizer.mechanism import read_graphs
 from minimizer.interestingness import Checked, Outcome, Signature, classify, counterparts
+from minimizer.mechanism import read_graphs
 from minimizer.standalone import SMALL
 
 LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
@@ -195,7 +195,8 @@ def expected_actual(leaf: LeafResult) -> tuple[str, str]:
         f"{call} {verb} eager's `{leaf.eager_value}` {where}{', as a float64 run does' if here and e == r else ''}.",
         f"It gives `{leaf.compiled_value}` there{shown}{_and_values(leaf)}"
         + (
-            f", and compiled is further from float64 than eager (max error {leaf.compiled_ref_max:.3g} vs {leaf.eager_ref_max:.3g})."
+            f", and compiled is further from float64 than eager (max error {leaf.compiled_ref_max:.3g} vs"
+            f" {leaf.eager_ref_max:.3g})."
             if agrees
             else "."
         ),
@@ -292,8 +293,10 @@ def expected_vs_actual(settled: Settled, leaf: LeafResult | None) -> str:
     if how and shown.expected is not None:
         who = {
             Side.COMPILED: f"eager gives {e}, `torch.compile` gives {c}: compiled is wrong",
-            Side.EAGER: f"`torch.compile` gives {c}, nearer than eager's {e}: eager is wrong here and compiled is not "
-            "(an inaccuracy of eager's kernel)",
+            Side.EAGER: (
+                f"`torch.compile` gives {c}, nearer than eager's {e}: eager is wrong here and compiled is not "
+                "(an inaccuracy of eager's kernel)"
+            ),
             Side.BOTH: f"eager gives {e} and `torch.compile` {c}: both are wrong",
         }.get(settled.side, f"eager gives {e} and `torch.compile` {c}")
         return f"Expected {x}{at} ({how}); {who}."
@@ -343,8 +346,10 @@ def render(
         ]
         if "torch.testing._internal" in program:  # op_db's samples: the script cannot be shorter than that database
             lines += [
-                "The inputs are a sample of PyTorch's OpInfo database (`op_db`), whose module needs `expecttest` "
-                "(`pip install expecttest`, one of PyTorch's test dependencies).",
+                (
+                    "The inputs are a sample of PyTorch's OpInfo database (`op_db`), whose module needs `expecttest` "
+                    "(`pip install expecttest`, one of PyTorch's test dependencies)."
+                ),
                 "",
             ]
         if leaf is not None:

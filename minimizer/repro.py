@@ -34,7 +34,8 @@ from pathlib import Path
 
 from engine import CheckOptions, SnippetStyle, detect_style
 
-# Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, NOISE_ULPS, BACKWARD, COMPILE_KWARGS) come before it, the judge after it.
+# Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, NOISE_ULPS, BACKWARD, COMPILE_KWARGS) come before
+# it, the judge after it.
 HELPERS = '''
 def _map(obj, f):
     # the engine's own walker (embedded below): namedtuples, dataclasses, pytree nodes and objects' attributes
@@ -120,7 +121,8 @@ def _same(a, b):
 
 
 def _eager(call, args, kwargs, seed, module):
-    """Eager's run, watched as the check watches it: which Python scalars eager rounds, which random numbers it draws."""
+    """Eager's run, watched as the check watches it: which Python scalars eager rounds, which random numbers it
+    draws."""
     trace = _judge.faithful.EagerTrace()
     leaves, _ = _run(call, args, kwargs, seed, module, mode=trace)
     return leaves, trace.trace
@@ -180,7 +182,7 @@ def _finish(diverged):
         print("DIVERGENT", line)
     print("torch", torch.__version__, "- bug present" if diverged else "- no divergence")
     return 1 if diverged else 0
-'''
+'''  # noqa: E501  (the script's own lines, as a repro shows them)
 
 # fn + inputs and KernelBench (after the adapter has defined fn and inputs)
 PROGRAM_DRIVER = """
@@ -241,7 +243,7 @@ torch.compile = _checked_compile
 _seed(SEED)
 
 # ---- the program ----
-'''
+'''  # noqa: E501  (the script's own lines, as a repro shows them)
 
 REPRO_FOOTER = """
 
@@ -276,9 +278,11 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
         raise ReproError(str(exc)) from None
     future, body = _split_future_imports(program)
     head = (
-        f'"""Minimized by Divergence Explorer: torch.compile diverges from eager. Exits 1 while the bug is present."""\n'
+        '"""Minimized by Divergence Explorer: torch.compile diverges from eager. Exits 1 while the bug is'
+        ' present."""\n'
         + future
-        + "import contextlib\nimport copy\nimport random\nimport sys\nimport types\n\nimport torch\nimport torch.utils._python_dispatch\n\n"
+        + "import contextlib\nimport copy\nimport random\nimport sys\nimport types\n\nimport torch\nimport"
+        " torch.utils._python_dispatch\n\n"
         + _constants(options, seed, style, program)
         + "".join(f"torch._inductor.config.{k} = {v!r}\n" for k, v in sorted(options.inductor_config.items()))
     )
@@ -290,7 +294,10 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
     if style is SnippetStyle.KERNELBENCH:
         # built right after the module code, before any re-seeding: the engine draws the weights from the same RNG state
         adapter = '\nfn = Model(*(get_init_inputs() if "get_init_inputs" in globals() else ()))\ninputs = get_inputs\n'
-    seeded = "# module-level inputs and weights draw from the RNG state the check started from\ntorch.manual_seed(SEED)\nrandom.seed(SEED)\n"
+    seeded = (
+        "# module-level inputs and weights draw from the RNG state the check started"
+        " from\ntorch.manual_seed(SEED)\nrandom.seed(SEED)\n"
+    )
     if "numpy" in program:
         seeded += "import numpy\nnumpy.random.seed(SEED)\n"
     seeded += "\n"
@@ -330,19 +337,13 @@ def judge_source() -> str:
         sources[name] = text
     body = "".join(f"    {name!r}: {text!r},\n" for name, text in sources.items())
     return (
-        "\n\n# ---- the engine's judge, verbatim (Divergence Explorer's engine/judge and its faithful reference's trace) ----\n"
-        f"_JUDGE_SOURCES = {{\n{body}}}\n\n\n"
-        "def _load_judge():\n"
-        f"    package = types.ModuleType({_JUDGE_PACKAGE!r})\n"
-        "    package.__path__ = []\n"
-        "    sys.modules[package.__name__] = package\n"
-        "    for name, source in _JUDGE_SOURCES.items():\n"
-        "        module = types.ModuleType(f'{package.__name__}.{name}')\n"
-        "        sys.modules[module.__name__] = module\n"
-        "        exec(compile(source, f'<judge: {name}>', 'exec'), module.__dict__)\n"
-        "        setattr(package, name, module)\n"
-        "    return package\n\n\n"
-        "_judge = _load_judge()\n"
+        "\n\n# ---- the engine's judge, verbatim (Divergence Explorer's engine/judge and its faithful reference's"
+        f" trace) ----\n_JUDGE_SOURCES = {{\n{body}}}\n\n\ndef _load_judge():\n    package ="
+        f" types.ModuleType({_JUDGE_PACKAGE!r})\n    package.__path__ = []\n    sys.modules[package.__name__] ="
+        " package\n    for name, source in _JUDGE_SOURCES.items():\n        module ="
+        " types.ModuleType(f'{package.__name__}.{name}')\n        sys.modules[module.__name__] = module\n       "
+        " exec(compile(source, f'<judge: {name}>', 'exec'), module.__dict__)\n        setattr(package, name,"
+        " module)\n    return package\n\n\n_judge = _load_judge()\n"
     )
 
 
@@ -351,20 +352,17 @@ def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: s
     dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}.get(options.dtype or "", "None")
     option_kwargs = _option_kwargs(options)
     if style is SnippetStyle.FN_INPUTS and _defines(program, "compile_kwargs"):
-        kwargs = "{**compile_kwargs, **%r}" % option_kwargs
+        kwargs = f"{{**compile_kwargs, **{option_kwargs!r}}}"
     elif style is SnippetStyle.REPRO:
         kwargs = repr(option_kwargs)  # over the script's own keyword arguments
     else:
         kwargs = repr({"backend": "inductor", **option_kwargs})
     backward = bool(options.backward) and style is not SnippetStyle.REPRO
     return (
-        f"SEED = {seed}\n"
-        f"DEVICE = {device}\n"
-        f"DTYPE = {dtype}\n"
-        f"FACTOR = {options.benign_factor!r}  # compiled may be this many times further from fp64 than eager before it counts\n"
-        f"NOISE_ULPS = {options.noise_ulps!r}  # plus this much of the output's magnitude (the engine's noise floor)\n"
-        f"BACKWARD = {backward}  # also compare the gradients of inputs and parameters\n"
-        f"COMPILE_KWARGS = {kwargs}\n"
+        f"SEED = {seed}\nDEVICE = {device}\nDTYPE = {dtype}\nFACTOR = {options.benign_factor!r}  # compiled may be this"
+        f" many times further from fp64 than eager before it counts\nNOISE_ULPS = {options.noise_ulps!r}  # plus this"
+        f" much of the output's magnitude (the engine's noise floor)\nBACKWARD = {backward}  # also compare the"
+        f" gradients of inputs and parameters\nCOMPILE_KWARGS = {kwargs}\n"
     )
 
 
@@ -467,7 +465,8 @@ def shows(stdout: str, expect: tuple[str, Iterable[str]] | None) -> bool:
     if expect is None:
         return bool(lines)
     leaf, symptoms = expect
-    # as the oracle classifies (minimizer/interestingness.classify): the leaf by its name while the program still has it; once a
+    # as the oracle classifies (minimizer/interestingness.classify): the leaf by its name while the program still has
+    # it; once a
     # graph pass has changed what the program returns (`out['sample[24]']` became `out`), any leaf with those symptoms
     present = any(line.startswith((f"{leaf}: ", f"{leaf} [")) for line in stdout.splitlines())
     for line in lines:

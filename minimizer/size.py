@@ -51,7 +51,8 @@ def _dotted_root(node: ast.expr) -> str | None:
 
 
 def count_torch_ops(source: str) -> int:
-    """Statically: attribute calls (torch functions and tensor methods, constructors included) and arithmetic operators."""
+    """Statically: attribute calls (torch functions and tensor methods, constructors included) and arithmetic
+    operators."""
     try:
         tree = ast.parse(source)
     except SyntaxError:

@@ -196,7 +196,8 @@ def drop_docstrings(tree: ast.Module) -> None:
 
 
 def mutates(node: ast.AST) -> bool:
-    """True when the expression calls an in-place method (`x.add_(1)`, `dst.copy_(src)`): its value is not all it does."""
+    """True when the expression calls an in-place method (`x.add_(1)`, `dst.copy_(src)`): its value is not all it
+    does."""
     return any(
         isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
@@ -280,7 +281,8 @@ def drop_dead_parameters(tree: ast.Module) -> None:
 
 
 def prune(tree: ast.Module) -> ast.Module:
-    """Dead code out after a step, in place: dead locals and parameters (with their inputs), dead definitions, unused imports.
+    """Dead code out after a step, in place: dead locals and parameters (with their inputs), dead definitions, unused
+    imports.
 
     Applied to every candidate (see `Problem.normalize`), so that deleting a use removes what only it
     needed in the same candidate, instead of one oracle call per leftover.

@@ -1,4 +1,5 @@
-"""End to end on real CPU divergences: a 120-line model shrinks to its core through the graph path, verified in a fresh process."""
+"""End to end on real CPU divergences: a 120-line model shrinks to its core through the graph path, verified in a
+fresh process."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 from engine import CheckOptions, Runner, Symptom
 from minimizer.body import Side
-from minimizer.minimize import minimize
 from minimizer.interestingness import Outcome
+from minimizer.minimize import minimize
 
 SNIPPET = Path(__file__).resolve().parent / "snippets" / "minimize_floor_divide_noisy.py"
 CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "minimize_corpus"

@@ -85,7 +85,10 @@ def test_drop_keyword_arguments_keeps_the_one_that_matters() -> None:
 
 
 def test_inline_modules_turns_a_stateless_module_into_a_function() -> None:
-    source = "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def forward(self, x):\n        return x.relu()\nfn = M()\n"
+    source = (
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def"
+        " forward(self, x):\n        return x.relu()\nfn = M()\n"
+    )
     assert (
         reduce_with([inline_modules], source, lambda s: "relu" in s and "fn = M" in s)
         == "import torch.nn as nn\n\ndef M(x):\n    return x.relu()\nfn = M\n"
@@ -153,9 +156,9 @@ def test_shorten_floats_rounds_needless_digits() -> None:
 
 def test_all_passes_together_reach_a_small_program() -> None:
     source = (
-        "import os\nimport torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x, unused):\n"
-        "        if True:\n            y = torch.add(x, torch.zeros_like(x))\n        z = y.floor_divide(0.1)\n        return (z,)\n\n"
-        "fn = Net()\n\ndef inputs():\n    return (torch.randn(64, 32), torch.ones(3))\n"
+        "import os\nimport torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x, unused):\n        if True:\n "
+        "           y = torch.add(x, torch.zeros_like(x))\n        z = y.floor_divide(0.1)\n        return (z,)\n\nfn ="
+        " Net()\n\ndef inputs():\n    return (torch.randn(64, 32), torch.ones(3))\n"
     )
     reduced = reduce_with(SOURCE_PASSES, source, lambda s: "floor_divide" in s and "inputs" in s and "fn" in s)
     assert len(reduced) < len(source) / 2 and "zeros_like" not in reduced and "os" not in reduced
@@ -180,7 +183,10 @@ def test_candidates_that_read_undefined_names_never_reach_the_predicate() -> Non
 
 def test_shrink_sequences_shrinks_paired_inputs_together() -> None:
     source = "a = [1, 2, 3, 4]\nb = [5, 6, 7, 8]\n"
-    same_length = lambda s: len(s.split("\n")[0].split(",")) == len(s.split("\n")[1].split(","))
+
+    def same_length(s: str) -> bool:
+        return len(s.split("\n")[0].split(",")) == len(s.split("\n")[1].split(","))
+
     assert (
         reduce_with(
             [shrink_sequences], source, lambda s: same_length(s) and "3" in s and "7" in s and s.count("[") == 2
@@ -191,12 +197,18 @@ def test_shrink_sequences_shrinks_paired_inputs_together() -> None:
 
 def test_shrink_sequences_moves_literals_of_one_role_together_and_leaves_others() -> None:
     source = "def f(x, y):\n    x[0:, :] = y[0:, :]\n    return (x, y)\n"
-    paired = lambda s: "return (x, y)" in s and s.split("x[")[1].split("]")[0] == s.split("y[")[1].split("]")[0]
+
+    def paired(s: str) -> bool:
+        return "return (x, y)" in s and s.split("x[")[1].split("]")[0] == s.split("y[")[1].split("]")[0]
+
     assert reduce_with([shrink_sequences], source, paired) == "def f(x, y):\n    x[:] = y[:]\n    return (x, y)\n"
 
 
 def test_tidy_removes_all_noise_in_one_candidate() -> None:
-    source = '"""doc"""\nimport os, math\nimport torch\n\ndef _helper(t):\n    return t\n_UNUSED = [1]\n\ndef fn(x):\n    """doc"""\n    return x\ninputs = (torch.ones(1),)\n'
+    source = (
+        '"""doc"""\nimport os, math\nimport torch\n\ndef _helper(t):\n    return t\n_UNUSED = [1]\n\ndef fn(x):\n   '
+        ' """doc"""\n    return x\ninputs = (torch.ones(1),)\n'
+    )
     seen: list[str] = []
     reduced = reduce_with([tidy], source, lambda s: seen.append(s) is None)
     assert reduced == "import torch\n\ndef fn(x):\n    return x\ninputs = (torch.ones(1),)\n" and len(seen) == 1
@@ -238,7 +250,10 @@ def test_tidy_drops_dead_locals() -> None:
 
 
 def test_inline_temporaries_turns_graph_statements_into_one_expression() -> None:
-    source = "import torch\n\ndef fn(x):\n    elu = torch.nn.functional.elu(x)\n    zeros = torch.zeros_like(x)\n    div = torch.div(elu, zeros)\n    return div\n"
+    source = (
+        "import torch\n\ndef fn(x):\n    elu = torch.nn.functional.elu(x)\n    zeros = torch.zeros_like(x)\n    div ="
+        " torch.div(elu, zeros)\n    return div\n"
+    )
     assert (
         reduce_with([inline_temporaries], source, lambda s: True)
         == "import torch\n\ndef fn(x):\n    return torch.div(torch.nn.functional.elu(x), torch.zeros_like(x))\n"
@@ -247,31 +262,48 @@ def test_inline_temporaries_turns_graph_statements_into_one_expression() -> None
 
 def test_shrink_integers_shrinks_every_equal_literal_together() -> None:
     source = "import torch\nx = torch.randn(2, 32)\ny = x.view(2, 32)\n"
-    consistent = lambda s: s.split("randn(")[1].split(")")[0] == s.split("view(")[1].split(")")[0]
+
+    def consistent(s: str) -> bool:
+        return s.split("randn(")[1].split(")")[0] == s.split("view(")[1].split(")")[0]
+
     assert (
         reduce_with([shrink_integers], source, consistent) == "import torch\nx = torch.randn(1, 1)\ny = x.view(1, 1)\n"
     )
 
 
 def test_drop_unread_attributes_removes_state_nothing_reads() -> None:
-    source = "class M:\n    def __init__(self):\n        self.name = 'm'\n        self.w = 2\n    def f(self):\n        return self.w\n"
+    source = (
+        "class M:\n    def __init__(self):\n        self.name = 'm'\n        self.w = 2\n    def f(self):\n       "
+        " return self.w\n"
+    )
     assert "self.name" not in reduce_with([drop_unread_attributes], source, lambda s: "self.w" in s)
 
 
 def test_drop_unread_config_drops_fields_and_keys_nothing_reads() -> None:
-    source = "from dataclasses import dataclass\n@dataclass\nclass C:\n    width: int = 4\n    tags: str = 'x'\nCFG = {'eps': 1e-05, 'name': 'v3'}\nprint(C(tags='y').width, CFG['eps'])\n"
-    assert reduce_with([drop_unread_config], source, lambda s: "print" in s) == (
-        "from dataclasses import dataclass\n\n@dataclass\nclass C:\n    width: int = 4\nCFG = {'eps': 1e-05}\nprint(C().width, CFG['eps'])\n"
+    source = (
+        "from dataclasses import dataclass\n@dataclass\nclass C:\n    width: int = 4\n    tags: str = 'x'\nCFG ="
+        " {'eps': 1e-05, 'name': 'v3'}\nprint(C(tags='y').width, CFG['eps'])\n"
+    )
+    assert (
+        reduce_with([drop_unread_config], source, lambda s: "print" in s)
+        == "from dataclasses import dataclass\n\n@dataclass\nclass C:\n    width: int = 4\nCFG = {'eps':"
+        " 1e-05}\nprint(C().width, CFG['eps'])\n"
     )
 
 
 def test_fold_config_replaces_lookups_by_their_values() -> None:
-    source = "from dataclasses import dataclass\n@dataclass\nclass Cfg:\n    width: int = 16\nCONFIG = dict(eps=1e-06)\ndef f(cfg):\n    return cfg.width + CONFIG['eps']\n"
+    source = (
+        "from dataclasses import dataclass\n@dataclass\nclass Cfg:\n    width: int = 16\nCONFIG = dict(eps=1e-06)\ndef"
+        " f(cfg):\n    return cfg.width + CONFIG['eps']\n"
+    )
     assert "return 16 + 1e-06" in reduce_with([fold_config], source, lambda s: "def f" in s)
 
 
 def test_fold_self_constants_makes_a_module_stateless() -> None:
-    source = "class B:\n    def __init__(self):\n        self.width = 0.1\n    def forward(self, x):\n        return x // self.width\n"
+    source = (
+        "class B:\n    def __init__(self):\n        self.width = 0.1\n    def forward(self, x):\n        return x //"
+        " self.width\n"
+    )
     assert "return x // 0.1" in reduce_with([fold_self_constants], source, lambda s: "forward" in s)
 
 

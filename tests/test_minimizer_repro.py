@@ -148,7 +148,10 @@ def test_the_repro_judges_each_leaf_with_the_engines_rules() -> None:
 
 
 def test_verified_means_the_signatures_leaf_with_its_symptoms() -> None:
-    output = "out[0]: benign: ...\nout[1]: divergent: ...\nDIVERGENT out[1] [nan, value]: 3 NaN position(s) differ\ntorch 2.13 - bug present\n"
+    output = (
+        "out[0]: benign: ...\nout[1]: divergent: ...\nDIVERGENT out[1] [nan, value]: 3 NaN position(s) differ\ntorch"
+        " 2.13 - bug present\n"
+    )
     assert shows(output, None) and shows(output, ("out[1]", {"nan"})) and shows(output, ("out[1]", {"nan", "value"}))
     assert (
         not shows(output, ("out[0]", {"nan"}))

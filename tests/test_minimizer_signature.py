@@ -1,4 +1,5 @@
-"""The signature guards on real checks: a slip to dropout is refused, and a candidate runs as a fresh interpreter runs it."""
+"""The signature guards on real checks: a slip to dropout is refused, and a candidate runs as a fresh interpreter
+runs it."""
 
 from __future__ import annotations
 

@@ -24,9 +24,9 @@ GRAPH = (
     "        return (div,)"
 )
 MODULE_SOURCE = (
-    "import torch\nimport torch.nn.functional as F\n\nclass Bug(torch.nn.Module):\n    def forward(self, x):\n"
-    "        for _ in range(1):\n            y = F.elu(x, alpha=0.52)\n        return torch.div(y, torch.zeros_like(x))\n\n"
-    "fn = Bug()\n\ndef inputs():\n    return (torch.tensor([-1e-08, -1e-09]),)\n"
+    "import torch\nimport torch.nn.functional as F\n\nclass Bug(torch.nn.Module):\n    def forward(self, x):\n       "
+    " for _ in range(1):\n            y = F.elu(x, alpha=0.52)\n        return torch.div(y, torch.zeros_like(x))\n\nfn"
+    " = Bug()\n\ndef inputs():\n    return (torch.tensor([-1e-08, -1e-09]),)\n"
 )
 
 
@@ -110,8 +110,8 @@ def test_a_refusal_says_what_the_candidate_lost() -> None:
     target = Signature("out['logits']", LeafKind.OUTPUT, frozenset({Symptom.VALUE}))
     result = _result(_leaf("out", Verdict.DIVERGENT, Symptom.VALUE, Symptom.NAN))
     said = lost(target, result, classify(target, result))
-    assert said == (
-        "divergent in `out` (output) with nan, value; wanted `out['logits']` (output) with value "
+    assert (
+        said == "divergent in `out` (output) with nan, value; wanted `out['logits']` (output) with value "
         "(it has no leaf `out['logits']`: any output leaf would do)"
     ), said
     quiet = _result(_leaf("out", Verdict.BENIGN), verdict=Verdict.BENIGN)
@@ -160,11 +160,14 @@ def test_an_edit_the_oracle_refused_is_not_proposed_again_in_another_context() -
 
 def test_the_graph_rewrite_is_not_proposed_when_it_only_wins_by_tidying() -> None:
     erf_graph = (
-        'class GraphModule(torch.nn.Module):\n    def forward(self, L_args_0_: "f32[8][1]cpu"):\n        l_args_0_ = L_args_0_\n'
-        '        erf: "f32[8][1]cpu" = torch.erf(l_args_0_);  l_args_0_ = None\n        return (erf,)'
+        'class GraphModule(torch.nn.Module):\n    def forward(self, L_args_0_: "f32[8][1]cpu"):\n        l_args_0_ ='
+        ' L_args_0_\n        erf: "f32[8][1]cpu" = torch.erf(l_args_0_);  l_args_0_ = None\n        return (erf,)'
     )
     assert rewrite_with_graph("import torch\nfn = torch.erf\ninputs = (torch.ones(8),)\n", (erf_graph,)) is not None
-    source = '"""A long docstring that tidying alone removes."""\nimport torch\nfn = torch.erf\n\ndef inputs():\n    return (torch.ones(8),)\n'
+    source = (
+        '"""A long docstring that tidying alone removes."""\nimport torch\nfn = torch.erf\n\ndef inputs():\n    return'
+        " (torch.ones(8),)\n"
+    )
     asked: list[str] = []
     problem = Problem(source, PredicateOracle(lambda s: asked.append(s) is None))
     graph_rewrite(lambda s: (erf_graph,))(problem)
@@ -174,7 +177,8 @@ def test_the_graph_rewrite_is_not_proposed_when_it_only_wins_by_tidying() -> Non
 def test_the_graph_rewrite_writes_dynamo_slices_as_slice_syntax() -> None:
     graph = (
         'class GraphModule(torch.nn.Module):\n    def forward(self, L_x_: "f32[2, 9][9, 1]cpu"):\n        l_x_ = L_x_\n'
-        '        y: "f32[2, 6][9, 1]cpu" = l_x_[(slice(None, None, None), slice(1, 7, None))];  l_x_ = None\n        return (y,)'
+        '        y: "f32[2, 6][9, 1]cpu" = l_x_[(slice(None, None, None), slice(1, 7, None))];  l_x_ = None\n       '
+        " return (y,)"
     )
     rewritten = rewrite_with_graph("import torch\nfn = torch.relu\ninputs = (torch.ones(2, 9),)\n", (graph,))
     assert rewritten is not None and "y = x[:, 1:7]" in rewritten
@@ -198,9 +202,9 @@ def test_the_graph_tells_eval_mode_from_training_mode() -> None:
     from minimizer.mechanism import read_graphs
 
     graph = (
-        'class GraphModule(torch.nn.Module):\n    def forward(self, L_x_: "f32[4][1]cpu"):\n        l_x_ = L_x_\n'
-        '        floordiv: "f32[4][1]cpu" = l_x_ // 0.1\n        d: "f32[4][1]cpu" = torch.nn.functional.dropout(floordiv, 0.5, {training}, False)\n'
-        "        return (d,)"
+        'class GraphModule(torch.nn.Module):\n    def forward(self, L_x_: "f32[4][1]cpu"):\n        l_x_ = L_x_\n      '
+        '  floordiv: "f32[4][1]cpu" = l_x_ // 0.1\n        d: "f32[4][1]cpu" = torch.nn.functional.dropout(floordiv,'
+        " 0.5, {training}, False)\n        return (d,)"
     )
     evaluating, training = read_graphs([graph.format(training=False)]), read_graphs([graph.format(training=True)])
     assert not evaluating.training_ops and not evaluating.random_ops and evaluating.ops == ("floor_divide", "dropout")
@@ -239,9 +243,10 @@ def test_a_budget_that_runs_out_in_the_graph_paths_bisection_keeps_the_best_cut_
     """The rewrite of a model is often larger than the model (its parameters made inputs): its cuts used to be adopted
     only once the bisection ended, so a budget that ran out in it (the attention corpus program) kept nothing."""
     source = (
-        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        for _ in range(20):\n            x = torch.sin(x)\n"
-        "        return x\n\n    def unused(self, y, z):\n        return torch.cat([y * 2.0 + z, y - z * 3.0, (y + z).relu(), torch.tanh(y) * z], dim=-1)\n"
-        "\nfn = Net()\n\ndef inputs():\n    return (torch.ones(6),)\n"
+        "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        for _ in range(20):\n         "
+        "   x = torch.sin(x)\n        return x\n\n    def unused(self, y, z):\n        return torch.cat([y * 2.0 + z, y"
+        " - z * 3.0, (y + z).relu(), torch.tanh(y) * z], dim=-1)\n\nfn = Net()\n\ndef inputs():\n    return"
+        " (torch.ones(6),)\n"
     )
     calls: list[str] = []
 

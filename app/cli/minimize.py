@@ -57,8 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 0 with a verified repro written, 1 when the result could not be verified, 2 on errors."""
     from engine import Runner
-    from minimizer.minimize import minimize
     from minimizer.interestingness import NotReproducible
+    from minimizer.minimize import minimize
 
     if not args.file.is_file():
         print(f"divergence: no such file: {args.file}", file=sys.stderr)

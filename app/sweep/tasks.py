@@ -83,8 +83,8 @@ def check_on(runner: Runner, task: CheckTask, run_dir: Path, where: str) -> JobO
 
 def minimize_on(runner: Runner, task: MinimizeTask, work_dir: Path, checkpoint_root: Path | None) -> MinimizeOutcome:
     """Minimize one bug's program with the engine's minimizer, every candidate checked in `runner`."""
-    from minimizer.minimize import minimize
     from minimizer.interestingness import NotReproducible
+    from minimizer.minimize import minimize
 
     def run(source: str) -> Any:
         return minimize(

@@ -25,8 +25,8 @@ from typing import Any, cast
 
 from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner, records
 from minimizer import ReduceProgress, measure
-from minimizer.minimize import MinimizeResult, minimize
 from minimizer.interestingness import NotReproducible
+from minimizer.minimize import MinimizeResult, minimize
 from minimizer.reducer import digest, load_checkpoint
 from minimizer.syntax import canonical
 

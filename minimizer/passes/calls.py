@@ -91,7 +91,8 @@ def drop_keyword_arguments(problem: Problem) -> None:
 
 
 def _inlinable(cls: ast.ClassDef) -> ast.FunctionDef | None:
-    """The forward of a module class whose instances carry no state: only forward and an `__init__` that sets nothing."""
+    """The forward of a module class whose instances carry no state: only forward and an `__init__` that sets
+    nothing."""
     forward = None
     for stmt in cls.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "forward":
@@ -204,17 +205,18 @@ def _one_liner(function: ast.FunctionDef) -> ast.expr | None:
 
 
 def _substituted(function: ast.FunctionDef, call: ast.Call) -> ast.expr | None:
-    """The function's expression with the call's arguments in place of its parameters; None if they do not bind simply."""
+    """The function's expression with the call's arguments in place of its parameters; None if they do not bind
+    simply."""
     expr = _one_liner(function)
     params = [a.arg for a in function.args.args]
     if expr is None or len(call.args) > len(params) or any(isinstance(a, ast.Starred) for a in call.args):
         return None
-    bound: dict[str, ast.expr] = dict(zip(params, call.args))
+    bound: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
     for k in call.keywords:
         if k.arg is None or k.arg not in params or k.arg in bound:
             return None
         bound[k.arg] = k.value
-    defaults = dict(zip(params[len(params) - len(function.args.defaults) :], function.args.defaults))
+    defaults = dict(zip(params[len(params) - len(function.args.defaults) :], function.args.defaults, strict=False))
     for p in params:
         if p not in bound:
             if p not in defaults:

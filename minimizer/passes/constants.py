@@ -43,8 +43,8 @@ def shrink_integers(problem: Problem) -> None:
 
     A literal that shrinks only by small steps (a bug that needs `arange(n)` past 8,225 elements, from 9,906)
     would crawl down one at a time, a check each: after a step taken at a site, the next offers a step twice
-    as long, so a run of steps doubles (9,906 -> 8,226: 72 predicate calls, 2,523 one at a time). A literal that does not
-    shrink at all costs no more than before.
+    as long, so a run of steps doubles (9,906 -> 8,226: 72 predicate calls, 2,523 one at a time). A literal that does
+    not shrink at all costs no more than before.
     """
     last: dict[int, int] = {}  # site -> the value last offered there (a shorter value now: a step was taken)
 

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Iterator
 
 from minimizer.reducer import Problem, TreeEdit, everything_then_each
-from minimizer.syntax import blocks, fresh, replace_node, unparse
+from minimizer.syntax import blocks, replace_node
 
 
 def _attribute_loads(tree: ast.AST) -> set[str]:
@@ -92,7 +92,7 @@ def _config_dicts(tree: ast.Module) -> list[ast.Dict | ast.Call]:
 
 def _entries(d: ast.Dict | ast.Call) -> list[tuple[str, ast.expr]]:
     if isinstance(d, ast.Dict):
-        return [(k.value, v) for k, v in zip(d.keys, d.values) if isinstance(k, ast.Constant)]
+        return [(k.value, v) for k, v in zip(d.keys, d.values, strict=False) if isinstance(k, ast.Constant)]
     return [(k.arg, k.value) for k in d.keywords if k.arg]
 
 
@@ -168,7 +168,11 @@ def _drop_field(cls: ast.ClassDef, field: ast.AnnAssign, name: str) -> TreeEdit:
 def _drop_key(d: ast.Dict | ast.Call, key: str) -> TreeEdit:
     def edit(tree: ast.Module) -> None:
         if isinstance(d, ast.Dict):
-            kept = [(k, v) for k, v in zip(d.keys, d.values) if not (isinstance(k, ast.Constant) and k.value == key)]
+            kept = [
+                (k, v)
+                for k, v in zip(d.keys, d.values, strict=False)
+                if not (isinstance(k, ast.Constant) and k.value == key)
+            ]
             d.keys, d.values = [k for k, _ in kept], [v for _, v in kept]
         else:
             d.keywords = [k for k in d.keywords if k.arg != key]
@@ -267,7 +271,7 @@ def inline_defaults(problem: Problem) -> None:
         edits: list[TreeEdit] = []
         for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
             args, defaults = function.args.args, function.args.defaults
-            for arg, default in zip(args[len(args) - len(defaults) :], defaults):
+            for arg, default in zip(args[len(args) - len(defaults) :], defaults, strict=False):
                 if arg.arg not in passed and _constant(default):
                     edits.append(_inline_default(function, arg, default))
         return edits

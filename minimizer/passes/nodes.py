@@ -175,7 +175,7 @@ def promote_to_inputs(fx_graphs: Callable[[str], Sequence[str]]) -> ReductionPas
             adopted = False
             for start in range(0, len(candidates), problem.oracle.parallelism):
                 batch = candidates[start : start + problem.oracle.parallelism]
-                for (name, candidate), ok in zip(batch, problem.probe([c for _, c in batch])):
+                for (name, candidate), ok in zip(batch, problem.probe([c for _, c in batch]), strict=False):
                     if ok and problem.adopt(candidate):
                         adopted = True
                         break
