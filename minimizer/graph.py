@@ -139,6 +139,29 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
         else:
             renames[arg.arg] = re.sub(r"\W", "_", plain)
             user.append(renames[arg.arg])
+    body = _plain_body(forward, renames)
+    module = ast.Module(body=body, type_ignores=[])
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name) and node.id in renames:
+            node.id = renames[node.id]
+        if isinstance(node, ast.Subscript):
+            node.slice = _as_slice_syntax(node.slice)
+    _printable(module)
+    args = [ast.arg(n) for n in user] + [ast.arg(n) for n, _ in lifted]
+    function = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body or [ast.Pass()],
+        decorator_list=[],
+        returns=None,
+        lineno=1,
+    )
+    return GraphFunction(function, tuple(user), tuple(lifted))
+
+
+def _plain_body(forward: ast.FunctionDef, renames: dict[str, str]) -> list[ast.stmt]:
+    """The forward's statements as plain Python: Dynamo's reference freeing dropped, placeholder aliases folded into
+    `renames` (updated in place), annotated assignments plain, a one-element returned tuple unwrapped."""
     body: list[ast.stmt] = []
     for stmt in forward.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
@@ -162,23 +185,7 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
         and len(body[-1].value.elts) == 1
     ):
         body[-1].value = body[-1].value.elts[0]  # Dynamo returns a tuple; a single output was not one
-    module = ast.Module(body=body, type_ignores=[])
-    for node in ast.walk(module):
-        if isinstance(node, ast.Name) and node.id in renames:
-            node.id = renames[node.id]
-        if isinstance(node, ast.Subscript):
-            node.slice = _as_slice_syntax(node.slice)
-    _printable(module)
-    args = [ast.arg(n) for n in user] + [ast.arg(n) for n, _ in lifted]
-    function = ast.FunctionDef(
-        name=name,
-        args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=body or [ast.Pass()],
-        decorator_list=[],
-        returns=None,
-        lineno=1,
-    )
-    return GraphFunction(function, tuple(user), tuple(lifted))
+    return body
 
 
 # functions Dynamo records by their C binding (`torch._C._nn.X`) whose public name is `torch.nn.functional.X`

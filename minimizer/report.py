@@ -362,12 +362,18 @@ def render(
     if ladder := ablation_line(rows):
         lines.append(f"Backends: {ladder}.")
     lines += ["", "### Error logs", "", logs.strip() or "None: nothing raises.", "", "### Versions", ""]
-    if environment.strip():
-        lines += ["```", environment.strip(), "```"]
-    elif result is not None:
-        env = result.environment
-        lines.append(
-            f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
-            f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}"
-        )
+    lines += _versions(environment, result)
     return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+
+
+def _versions(environment: str, result: CheckResult | None) -> list[str]:
+    """The template's Versions section: collect_env's text where given, else one line of the check's environment."""
+    if environment.strip():
+        return ["```", environment.strip(), "```"]
+    if result is None:
+        return []
+    env = result.environment
+    return [
+        f"torch {env.get('torch', '?')}, Python {env.get('python', '?')}, {env.get('device', '?')}"
+        f"{' (' + env['device_name'] + ')' if env.get('device_name') else ''}, {env.get('platform', '?')}"
+    ]

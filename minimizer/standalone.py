@@ -106,30 +106,41 @@ def draft(
     if not all(written):  # every input written out: the statements that made them are dead
         lines += [ast.unparse(s) for s in setup]
     lines += _assignments(names, expressions, literals, options)
+    lines += _runs(tree, params, names, options, target, seed if random_calls else None)
+    small = leaf.numel <= SMALL
+    lines += _prints(leaf, expected, small)
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
+    how = expected.how if expected is not None else ""
+    return Draft(text, _tail(leaf, expected, small), tuple(sorted(flags)), how, tuple(names))
+
+
+def _runs(
+    tree: ast.Module,
+    params: list[str],
+    names: list[str],
+    options: CheckOptions,
+    target: tuple[str, object],
+    seed: str | None,
+) -> list[str]:
+    """The two runs, eager's then compiled's, each from `seed` where the program draws random numbers as it runs."""
     # an input the program writes in place is handed to each run as a copy: eager's write must not reach compiled
     written_to = _mutated(tree, params)
     given = [f"{n}.clone()" if p in written_to else n for n, p in zip(names, params, strict=True)]
-    call = f"fn({', '.join(given)})"
     compiled_fn = _compiled(tree, options)
-    seed = seed if random_calls else None
     kind, index = target
+    lines: list[str] = []
     if kind == "input":
         mutated = names[index]
         lines += [f"eager, compiled = {mutated}.clone(), {mutated}.clone()"]
         for side, fn in (("eager", "fn"), ("compiled", compiled_fn)):
             lines += [seed] if seed else []
             lines.append(f"{fn}({', '.join(side if i == index else n for i, n in enumerate(names))})")
-    else:
-        access = index
-        lines += [seed] if seed else []
-        lines.append(f"eager = {call}{access}")
-        lines += [seed] if seed else []
-        lines.append(f"compiled = {compiled_fn}({', '.join(given)}){access}")
-    small = leaf.numel <= SMALL
-    lines += _prints(leaf, expected, small)
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
-    how = expected.how if expected is not None else ""
-    return Draft(text, _tail(leaf, expected, small), tuple(sorted(flags)), how, tuple(names))
+        return lines
+    lines += [seed] if seed else []
+    lines.append(f"eager = fn({', '.join(given)}){index}")
+    lines += [seed] if seed else []
+    lines.append(f"compiled = {compiled_fn}({', '.join(given)}){index}")
+    return lines
 
 
 # -- what the script is made of --

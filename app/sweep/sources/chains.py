@@ -301,6 +301,17 @@ def family_of(op: Any) -> str | None:
     return None
 
 
+def _op_db() -> list[Any]:
+    """PyTorch's OpInfo database (its module needs expecttest, a test dependency)."""
+    try:
+        import expecttest  # noqa: F401  (op_db's module imports it)
+    except ImportError:
+        raise missing("expecttest", "chain") from None
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return list(op_db)
+
+
 def build_catalog(
     dtype_name: str, samples_per_op: int = SAMPLES_PER_OP, names: Collection[str] | None = None
 ) -> list[Entry]:
@@ -310,12 +321,7 @@ def build_catalog(
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    try:
-        import expecttest  # noqa: F401  (op_db's module imports it)
-    except ImportError:
-        raise missing("expecttest", "chain") from None
-    from torch.testing._internal.common_methods_invocations import op_db
-
+    op_db = _op_db()
     dtype = getattr(torch, dtype_name)
 
     class Watch(TorchDispatchMode):
