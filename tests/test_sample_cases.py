@@ -113,10 +113,11 @@ def _expect(result, case, device: str, expected) -> None:
 
 
 def _figures(result, case, measured, measured_on: str | None) -> None:
-    """The figures the case's text quotes are what this torch measures: on the torch its CPU expectation binds on, exactly."""
+    """The figures the case's text quotes are what this torch measures: on the torch its CPU expectation binds on,
+    exactly."""
     import torch
 
-    leaves = {l.name: l for l in result.leaves}
+    leaves = {leaf.name: leaf for leaf in result.leaves}
     wrong = [
         f"{m.name} ({m.leaf} {m.figure}): the text says {m.value!r}, torch {torch.__version__} measures "
         f"{getattr(leaves[m.leaf], m.figure) if m.leaf in leaves else 'no such leaf'!r}"
