@@ -127,6 +127,19 @@ def test_chain_seeds_are_ranges_and_the_same_seed_draws_the_same_chains() -> Non
         assert ("index_put", "") not in [e.op for e in chain]
 
 
+def test_an_op_that_hashes_its_inputs_bits_only_starts_a_chain() -> None:
+    # after another op, one step of reassociation upstream would make the hash a wholly other integer
+    from app.sweep.sources.chains import Entry, draw
+
+    catalog = [
+        Entry(("sin", ""), "pointwise", 0, (5,), "float32", (5,), "float32"),
+        Entry(("cos", ""), "pointwise", 0, (5,), "float32", (5,), "float32"),
+        Entry(("hash_tensor", ""), "reduction", 0, (5,), "float32", (5,), "float32"),
+    ]
+    steps = [e.op for seed in range(20) for chain in draw(catalog, seed, "float32") for e in chain[1:]]
+    assert steps and ("hash_tensor", "") not in steps
+
+
 def test_a_chain_program_feeds_each_op_the_last_ones_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real catalog of a few ops (op_db run eagerly) and a program whose chains run as drawn."""
     from app.sweep.sources import chains
