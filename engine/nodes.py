@@ -6,9 +6,7 @@ Localize's first-diverging-intermediate step (engine/localization/). Plain recor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from engine.judge.evidence import Test
 from engine.judge.verdicts import Verdict
@@ -22,14 +20,6 @@ class NodeSite:
     line: int | None = None  # the program line of its stack trace's innermost frame in the program
     code: str = ""  # that line's text as torch recorded it (checked against the program before it is trusted)
     source_nodes: tuple[str, ...] = ()  # the Dynamo graph's nodes it came from (its `from_node` chain)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "code": self.code, "source_nodes": list(self.source_nodes)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> NodeSite:
-        data = data or {}
-        return cls(data.get("line"), str(data.get("code", "")), tuple(data.get("source_nodes", ())))
 
 
 @dataclass(frozen=True)
@@ -48,26 +38,6 @@ class NodeDiff:
     materialised: bool = True  # a buffer compiled code stores; False: a value inside a fused kernel, exposed apart
     nearer: str | None = None  # who is nearer the exact value: "compiled", "eager", "neither" (engine.judge.verdicts)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.__dict__,
-            "verdict": self.verdict.value,
-            "site": self.site.to_json(),
-            "worst": self.worst.to_json() if self.worst else None,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NodeDiff:
-        known = set(cls.__dataclass_fields__)
-        return cls(
-            **{
-                **{k: v for k, v in data.items() if k in known},
-                "verdict": Verdict(data["verdict"]),
-                "site": NodeSite.from_json(data.get("site")),
-                "worst": WorstElement.from_json(data["worst"]) if data.get("worst") else None,
-            }
-        )
-
 
 @dataclass(frozen=True)
 class WorstElement:
@@ -77,13 +47,6 @@ class WorstElement:
     eager: str
     compiled: str
     reference: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"index": list(self.index), "eager": self.eager, "compiled": self.compiled, "reference": self.reference}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> WorstElement:
-        return cls(tuple(data["index"]), str(data["eager"]), str(data["compiled"]), data.get("reference"))
 
 
 @dataclass(frozen=True)
@@ -96,15 +59,6 @@ class NodeEvidence:
     node: str
     tests: tuple[Test, ...]
     margin: float
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NodeEvidence:
-        return cls(
-            int(data["graph"]),
-            str(data["node"]),
-            tuple(Test(**t) for t in data.get("tests", ())),
-            float(data["margin"]),
-        )
 
 
 @dataclass(frozen=True)
@@ -131,26 +85,3 @@ class InsideReport:
     def origin(self) -> NodeDiff | None:
         """Where compile first changes a value: the narrowed node where there is one, else the first."""
         return self.narrowed or self.first
-
-    def to_json(self) -> dict[str, Any]:
-        data = dict(self.__dict__)
-        data["first"] = self.first.to_json() if self.first else None
-        data["narrowed"] = self.narrowed.to_json() if self.narrowed else None
-        data["diverging"] = [d.to_json() for d in self.diverging]
-        data["notes"] = list(self.notes)
-        data["evidence"] = [
-            {"graph": e.graph, "node": e.node, "tests": [t.__dict__ for t in e.tests], "margin": repr(e.margin)}
-            for e in self.evidence
-        ]
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> InsideReport:
-        known = set(cls.__dataclass_fields__)
-        kwargs = {k: v for k, v in data.items() if k in known}
-        kwargs["first"] = NodeDiff.from_json(data["first"]) if data.get("first") else None
-        kwargs["narrowed"] = NodeDiff.from_json(data["narrowed"]) if data.get("narrowed") else None
-        kwargs["diverging"] = tuple(NodeDiff.from_json(d) for d in data.get("diverging", ()))
-        kwargs["notes"] = tuple(data.get("notes", ()))
-        kwargs["evidence"] = tuple(NodeEvidence.from_json(e) for e in data.get("evidence", ()))
-        return cls(**kwargs)
