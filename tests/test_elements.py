@@ -239,3 +239,18 @@ def test_a_test_of_many_hypotheses_pays_for_each():
     one = ElementTest("column", -5.0, 1, True)
     many = ElementTest("column", -5.0, 4096, True)
     assert family.fired((one,), family.BUDGET) == (one,) and family.fired((many,), family.BUDGET) == ()
+
+
+def test_a_fault_in_consecutive_elements_of_a_short_value_keeps_its_power():
+    # the event encoder's phase (4 sequences of 96 sorted times): the fault sits where t >= 0.7, in the last third of
+    # each row; with fewer rows than MIN_BLOCKS each element is its own block, so a run of faulty neighbours is not
+    # one piece of evidence
+    g = torch.Generator().manual_seed(5)
+    t = (torch.rand(4, 96, generator=g, dtype=torch.float64) * 1.3).sort(-1).values.bfloat16()
+    t = torch.where(t == 0.69921875, torch.full_like(t, 0.6875), t)
+    eager = torch.remainder(t, 0.7)
+    compiled = torch.remainder(t.float(), 0.7).bfloat16()
+    reference = torch.remainder(t.double(), float(torch.tensor(0.7, dtype=torch.bfloat16)))
+    m = value_metrics(eager, compiled, reference)
+    assert m.elements is not None and m.elements.blocks == 384 and m.elements.k1 > 50
+    assert judge_values(m, strict=False, factor=2.0, budget=family.BUDGET / 2).verdict is Verdict.DIVERGENT

@@ -44,8 +44,8 @@ DTYPES = tuple(_FORMATS)
 N_MIN = 8  # a test needs at least this many elements on its side: fewer are not an effect worth a verdict
 ONE_SIDED = 2.0  # the effect: the favoured side at least twice the other (a region's odds twice the leaf's)
 DIRECTION_SHARE = 0.5  # direction: the lean |2 up - k1| at least half of k1
-# blocks: rows when a value has at least MIN_BLOCKS of them, else tiles of the flat index; never more than
-# MAX_BLOCKS (consecutive rows share a block beyond that)
+# blocks: rows when a value has at least MIN_BLOCKS of them, else single elements; never more than MAX_BLOCKS rows'
+# worth (consecutive rows share a block beyond that)
 MIN_BLOCKS, MAX_BLOCKS = 64, 1 << 16
 # the tie band: another float32 implementation of the same ops (Sleef's vectorised functions, a decomposition
 # Inductor writes) is taken to err up to TIE_FACTOR times as much as ATen's float32 kernels do on values of the
@@ -109,14 +109,15 @@ def floor_width(r: torch.Tensor) -> torch.Tensor:
 
 
 def block_length(shape: tuple[int, ...]) -> int:
-    """Elements per block (consecutive in C order): a row (or several) when there are at least MIN_BLOCKS rows,
-    else a tile of the flat index so that there are about MIN_BLOCKS blocks; one element for the smallest values."""
+    """Elements per block (consecutive in C order): a row (or several) when there are at least MIN_BLOCKS rows;
+    else each element is its own block, and the effect each test needs is what stands between a row of dependent
+    elements (a single row of logits) and a false alarm."""
     numel = math.prod(shape)
     last = shape[-1] if shape else 1
     rows = numel // last if last else 0
     if rows >= MIN_BLOCKS:
         return last * math.ceil(rows / MAX_BLOCKS)
-    return max(1, math.ceil(numel / MIN_BLOCKS))
+    return 1
 
 
 def has_columns(shape: tuple[int, ...]) -> bool:
@@ -188,7 +189,11 @@ def sign_flip_log10p(x: torch.Tensor) -> float:
     """log10 of Hoeffding's bound on the sign-flip tail of sum(x): P(sum e_b x_b >= sum x_b) for independent fair
     signs e_b, <= exp(-(sum x)^2 / (2 sum x^2)); 0 when the sum is not positive."""
     x = x.to(torch.float64)
-    total, square = float(x.sum()), float((x * x).sum())
+    return hoeffding_log10p(float(x.sum()), float((x * x).sum()))
+
+
+def hoeffding_log10p(total: float, square: float) -> float:
+    """sign_flip_log10p from the sum of the block counts and the sum of their squares."""
     if total <= 0 or square <= 0:
         return 0.0
     return -(total * total) / (2 * square) / math.log(10)
@@ -266,9 +271,11 @@ class Tally:
         self.numel = math.prod(shape)
         self.last = shape[-1] if shape else 1
         self.block = block_length(shape)
-        blocks = max(1, math.ceil(self.numel / self.block))
-        # per block: k1, k2, worse, better, the direction's two signed leans (up, away), as k1's minus k2's
-        self.per_block = torch.zeros((6, blocks), dtype=torch.int64, device=device)
+        self.blocks = max(1, math.ceil(self.numel / self.block))
+        # per block (rows): k1, k2, worse, better, the direction's two signed leans (up, away), as k1's minus k2's;
+        # with single elements as blocks only the sums and sums of squares of the four statistics are needed
+        self.per_block = torch.zeros((6, self.blocks), dtype=torch.int64, device=device) if self.block > 1 else None
+        self.moments = torch.zeros((4, 2), dtype=torch.float64, device=device)
         self.columns = torch.zeros((2, self.last), dtype=torch.int64, device=device) if has_columns(shape) else None
         self.k1 = self.k2 = self.up = self.away = self.worse = self.better = self.ties = 0
         self.min_steps = math.inf
@@ -305,7 +312,11 @@ class Tally:
                 (2 * away1.to(torch.int64) - k1.to(torch.int64)) - (2 * away2.to(torch.int64) - k2.to(torch.int64)),
             ]
         )
-        self.per_block.index_add_(1, block, rows)
+        if self.per_block is not None:
+            self.per_block.index_add_(1, block, rows)
+        else:
+            x = torch.stack([rows[0] - rows[1], rows[2] - rows[3], rows[4], rows[5]]).to(torch.float64)
+            self.moments += torch.stack([x.sum(1), (x * x).sum(1)], 1)
         if self.columns is not None:
             column = positions % self.last
             self.columns.index_add_(1, column, rows[:2])
@@ -355,25 +366,36 @@ class Tally:
             k1_max_steps=0.0 if self.worst is None else self.worst[4],
             worst=worst,
             ties=self.ties,
-            blocks=self.per_block.shape[1],
+            blocks=self.blocks,
             twin=self.band is not None,
             column=column,
         )
         return ElementCounts(**{**counts.__dict__, "tests": self._tests(counts)})
 
+    def _moments(self) -> list[tuple[float, float]]:
+        """(sum, sum of squares) over the blocks of: k1 - k2, worse - better, the up lean, the away lean."""
+        if self.per_block is None:
+            return [(float(t), float(v)) for t, v in self.moments.tolist()]
+        b = self.per_block.to(torch.float64)
+        stats = [b[0] - b[1], b[2] - b[3], b[4], b[5]]
+        return [(float(x.sum()), float((x * x).sum())) for x in stats]
+
     def _tests(self, counts: ElementCounts) -> tuple[Test, ...]:
-        b = self.per_block
         k1, k2 = counts.k1, counts.k2
         one_sided = k1 >= N_MIN and k1 >= ONE_SIDED * k2
         _, _, share = counts.lean()
+        (exact_t, exact_v), (dist_t, dist_v), (up_t, up_v), (away_t, away_v) = self._moments()
         direction = min(
-            sign_flip_log10p(b[4]), sign_flip_log10p(-b[4]), sign_flip_log10p(b[5]), sign_flip_log10p(-b[5])
+            hoeffding_log10p(up_t, up_v),
+            hoeffding_log10p(-up_t, up_v),
+            hoeffding_log10p(away_t, away_v),
+            hoeffding_log10p(-away_t, away_v),
         )
         tests = [
-            Test("exactness", sign_flip_log10p(b[0] - b[1]), 1, one_sided),
+            Test("exactness", hoeffding_log10p(exact_t, exact_v), 1, one_sided),
             Test(
                 "distance",
-                sign_flip_log10p(b[2] - b[3]),
+                hoeffding_log10p(dist_t, dist_v),
                 1,
                 counts.worse >= N_MIN and counts.worse >= ONE_SIDED * counts.better,
             ),
