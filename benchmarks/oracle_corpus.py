@@ -279,22 +279,32 @@ LOW = (torch.bfloat16, torch.float16)
 
 def round_in_fp32(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """fp32 `x` rounded to `dtype`'s significand (nearest-even) by integer arithmetic, still fp32: a rounding
-    Inductor cannot elide (it removes an explicit `.to(bf16).float()` pair inside a kernel)."""
+    Inductor cannot elide (it removes an explicit `.to(bf16).float()` pair inside a kernel). A float64 `x` (the
+    program's float64 reference) is rounded the same way, in float64."""
     drop = 16 if dtype is torch.bfloat16 else 13
+    if x.dtype == torch.float64:
+        _, exponent = torch.frexp(x)
+        step = torch.ldexp(torch.ones_like(x), exponent.to(torch.int64) - (24 - drop))
+        return torch.round(x / step) * step
     bits = x.view(torch.int32)
     bits = (bits + ((1 << (drop - 1)) - 1) + ((bits >> drop) & 1)) & ~((1 << drop) - 1)
     return bits.view(torch.float32)
 
 
 def scalar_op(
-    variant: str, op: Callable[[torch.Tensor, float], torch.Tensor], x: torch.Tensor, value: float
+    variant: str,
+    op: Callable[[torch.Tensor, float], torch.Tensor],
+    x: torch.Tensor,
+    value: float,
+    low: torch.dtype | None = None,
 ) -> torch.Tensor:
     """`op(x, value)` for a bf16/fp16 x: eager rounds `value` to x's dtype; "fault" keeps it in fp32 (what Inductor
-    does for add/sub/pow/remainder/fmod on torch 2.13); "clean" rounds it first, as eager does."""
+    does for add/sub/pow/remainder/fmod on torch 2.13); "clean" rounds it first, as eager does. `low`: the program's
+    dtype, for its float64 reference (where x is float64 and the clean variant computes in float64)."""
     if variant == "eager":
         return op(x, value)
-    scalar = value if variant == "fault" else ROUNDED[value, x.dtype]
-    return op(x.float(), scalar).to(x.dtype)
+    scalar = value if variant == "fault" else ROUNDED[value, low or x.dtype]
+    return op(x.to(torch.promote_types(x.dtype, torch.float32)), scalar).to(x.dtype)
 
 
 # each Python scalar of the programs below as eager rounds it (a table: torch.tensor() in forward would break the graph)
@@ -303,6 +313,7 @@ ROUNDED = {(v, dt): float(torch.tensor(v, dtype=dt)) for v in (0.45, 2.2, 0.7, 0
 
 class Variant(nn.Module):
     variant = "eager"
+    low: torch.dtype | None = None  # the program's bf16/fp16 dtype (set by _pair), which its float64 run forgets
 
 
 class ImageNormalizer(Variant):
@@ -314,9 +325,9 @@ class ImageNormalizer(Variant):
 
     def forward(self, img: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.op == "sub":
-            x = scalar_op(self.variant, lambda a, b: a - b, img, 0.45) / 0.226
+            x = scalar_op(self.variant, lambda a, b: a - b, img, 0.45, self.low) / 0.226
         else:
-            x = scalar_op(self.variant, torch.pow, img, 2.2)
+            x = scalar_op(self.variant, torch.pow, img, 2.2, self.low)
         return self.net(x), x
 
 
@@ -330,7 +341,7 @@ class PhaseEncoder(Variant):
         self.block = Block(width, 4)
 
     def forward(self, feats: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        phase = scalar_op(self.variant, torch.remainder if self.op == "remainder" else torch.fmod, t, 0.7)
+        phase = scalar_op(self.variant, torch.remainder if self.op == "remainder" else torch.fmod, t, 0.7, self.low)
         angle = phase * (2 * 3.141592653589793 / 0.7)
         x = self.value(feats) + self.phase(torch.stack([angle.sin(), angle.cos()], -1))
         return self.block(x), phase
@@ -347,15 +358,16 @@ class ShiftedHead(Variant):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.block(x)
         if self.op == "add":
-            y = scalar_op(self.variant, lambda a, b: a + b, F.softplus(h), 0.3)
+            y = scalar_op(self.variant, lambda a, b: a + b, F.softplus(h), 0.3, self.low)
         elif self.op == "rsub":
-            y = torch.relu(scalar_op(self.variant, lambda a, b: b - a, h, 0.7))
+            y = torch.relu(scalar_op(self.variant, lambda a, b: b - a, h, 0.7, self.low))
         else:  # add with alpha: eager rounds alpha to the dtype
             if self.variant == "eager":
                 y = torch.add(x, h, alpha=0.3)
             else:
-                alpha = 0.3 if self.variant == "fault" else ROUNDED[0.3, x.dtype]
-                y = (x.float() + alpha * h.float()).to(x.dtype)
+                alpha = 0.3 if self.variant == "fault" else ROUNDED[0.3, self.low or x.dtype]
+                wide = torch.promote_types(x.dtype, torch.float32)
+                y = (x.to(wide) + alpha * h.to(wide)).to(x.dtype)
         return h, y
 
 
@@ -518,7 +530,7 @@ class NoisyNormalizer(Variant):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = F.dropout(x + 0.1 * torch.randn_like(x), 0.1, training=True)
-        x = scalar_op(self.variant, lambda a, b: a - b, x, 0.45)
+        x = scalar_op(self.variant, lambda a, b: a - b, x, 0.45, self.low)
         return self.net(x), x
 
 
@@ -558,6 +570,9 @@ def _pair(
     eager = build().eval()
     if dtype is not None:
         eager = eager.to(dtype)
+        for m in eager.modules():
+            if isinstance(m, Variant):
+                m.low = dtype
     variants = {}
     for variant in ("clean", "fault"):
         v = copy.deepcopy(eager)

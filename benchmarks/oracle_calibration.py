@@ -1,0 +1,356 @@
+"""Calibrate and score the oracle: every job of benchmarks/oracle_jobs.py checked as a user checks it.
+
+    python benchmarks/oracle_calibration.py run --part calibration [--corpus family,ordinary] [--label NAME]
+    python benchmarks/oracle_calibration.py report --part calibration [--label NAME]
+    python benchmarks/oracle_calibration.py report --part evaluation --final [--write-docs]
+
+`run` checks each job in a warm worker (engine.Runner: the real check, the user's default options, the fault of a
+family job installed in Inductor), then judges the program's final outputs with `torch.testing.assert_close` and
+with `torch._dynamo.utils.same` against the plain float64 run of the program (PyTorch's benchmark harness's
+accuracy rule), in this process from the check's stored arrays. Results go to
+$DIVERGENCE_HOME/oracle-calibration/LABEL/PART.jsonl, one line per job; a run resumes where it stopped.
+
+`report` prints detection per family, false alarms per corpus, each test's closest benign margin to its
+threshold and the check's cost. The evaluation part is reported only with `--final`: it is the frozen part of
+the split (benchmarks/oracle_split.py) and is looked at once, after every threshold is set; `--write-docs`
+then writes docs/oracle-figures.md from it and the calibration part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+import oracle_jobs  # noqa: E402
+from oracle_jobs import Job  # noqa: E402
+
+ACCEPTED = ("match", "benign", "precision-cast", "rng", "eager-inaccurate")
+
+
+def results_path(label: str, part: str) -> Path:
+    home = Path(os.environ.get("DIVERGENCE_HOME") or Path.home() / ".divergence")
+    return home / "oracle-calibration" / label / f"{part}.jsonl"
+
+
+def load(label: str, part: str) -> list[dict[str, Any]]:
+    path = results_path(label, part)
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return list({r["job"]["id"]: r for r in rows}.values())  # a re-run job: its last line
+
+
+# ---- run ------------------------------------------------------------------------------------------------------
+
+
+def run(part: str, corpora: list[str], label: str, limit: int | None, select: str | None) -> None:
+    from engine import CheckOptions, Runner
+
+    todo = [j for j in oracle_jobs.jobs([part], corpora) if select is None or select in j.name]
+    done = {r["job"]["id"] for r in load(label, part)}
+    todo = [j for j in todo if j.id not in done][:limit]
+    path = results_path(label, part)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"{len(todo)} job(s) to run ({len(done)} done) -> {path}", flush=True)
+    runner = Runner()
+    try:
+        for i, job in enumerate(todo, 1):
+            started = time.time()
+            options = CheckOptions(seed=job.seed, inductor_config=dict(job.config), timeout_s=900.0)
+            result = runner.check(oracle_jobs.source(job), options, filename=f"{job.corpus}-{job.id}.py")
+            row = _record(job, result, time.time() - started)
+            with path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(
+                f"[{i}/{len(todo)}] {row['seconds']:6.1f}s {row['verdict']:16} {job.expect:6} {job.corpus:9} "
+                f"{job.output:5} seed {job.seed} {job.name[:80]}",
+                flush=True,
+            )
+    finally:
+        runner.close()
+
+
+def _record(job: Job, result: Any, seconds: float) -> dict[str, Any]:
+    leaves = [
+        {
+            "name": leaf.name,
+            "verdict": leaf.verdict.value,
+            "dtype": leaf.dtype,
+            "numel": leaf.numel,
+            "mismatches": leaf.mismatches,
+            "nearer": leaf.nearer.value if getattr(leaf, "nearer", None) else None,
+            "tests": [
+                {"name": t.name, "log10p": t.log10p, "multiplicity": t.multiplicity, "effect": t.effect}
+                for t in getattr(leaf, "tests", ())
+            ],
+            "explanation": leaf.explanation[:400],
+        }
+        for leaf in result.leaves
+    ]
+    inside = getattr(result, "inside", None)
+    return {
+        "job": job.to_json(),
+        "verdict": result.verdict.value,
+        "explanation": result.explanation[:600],
+        "error": result.error.message[:400] if result.error is not None else None,
+        "seconds": round(seconds, 2),
+        "stage_seconds": dict(result.stage_seconds or {}),
+        "leaves": leaves,
+        "inside": _plain(inside),
+        "yardsticks": _yardsticks(job, result),
+    }
+
+
+def _plain(value: Any) -> Any:
+    if value is None:
+        return None
+    from engine.result import _to_jsonable
+
+    return _to_jsonable(value)
+
+
+def _yardsticks(job: Job, result: Any) -> dict[str, Any]:
+    """assert_close and same() on the final outputs: eager's and compiled's from the check's stored arrays, the plain
+    float64 run of the program made here (as PyTorch's harness makes it: the program and its inputs cast)."""
+    import torch
+
+    try:
+        eager, compiled = _stored_outputs(result)
+        if not eager:
+            return {"assert_close": None, "same": None, "why": "no stored output"}
+        reference = _plain_reference(job)
+    except Exception as exc:  # a yardstick that cannot run is said, not guessed
+        return {"assert_close": None, "same": None, "why": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    names = [n for n in eager if n in compiled]
+    e = [eager[n] for n in names]
+    c = [compiled[n] for n in names]
+    flagged_close = False
+    try:
+        torch.testing.assert_close(c, e)
+    except (AssertionError, TypeError, ValueError):
+        flagged_close = True
+    from torch._dynamo.utils import same
+
+    r = [reference.get(n) for n in names]
+    try:
+        flagged_same = not same(e, c, fp64_ref=r if all(x is not None for x in r) else None)
+    except Exception:  # same() raises on structures it cannot compare: that is a detection too
+        flagged_same = True
+    return {"assert_close": flagged_close, "same": flagged_same, "why": None}
+
+
+def _stored_outputs(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    import torch
+
+    eager, compiled = {}, {}
+    for leaf in result.leaves:
+        if not leaf.name.startswith("out") or leaf.arrays is None:
+            continue
+        arrays = result.load_arrays(leaf)
+        if "eager" not in arrays:
+            continue
+        dtype = getattr(torch, leaf.dtype) if leaf.dtype else None
+        for side, into in (("eager", eager), ("compiled", compiled)):
+            t = torch.from_numpy(arrays[side].copy())
+            into[leaf.name] = t.to(dtype) if dtype is not None and t.dtype != dtype else t
+    return eager, compiled
+
+
+def _plain_reference(job: Job) -> dict[str, Any]:
+    import torch
+
+    from engine.child import casting
+    from engine.child.leaves import flatten, map_tensors
+    from engine.child.seeding import seed_everything
+
+    seed_everything(job.seed)
+    fn, inputs, _ = oracle_jobs.program(job.corpus, job.name, "benign", job.output)  # nothing compiles here
+    seed_everything(job.seed)
+    args = tuple(inputs())
+    seed_everything(job.seed)
+    with torch.no_grad():
+        out = casting.fp64_program(fn)(*map_tensors(args, casting.to_fp64_tensor))
+    return {name: t for name, t in flatten(out) if isinstance(t, torch.Tensor)}
+
+
+# ---- report ---------------------------------------------------------------------------------------------------
+
+
+def detected(row: dict[str, Any]) -> bool:
+    return row["verdict"] == "divergent"
+
+
+def report(part: str, label: str) -> str:
+    """The figures of one part, as Markdown."""
+    import oracle_corpus
+
+    from engine.judge import family
+
+    rows = load(label, part)
+    if not rows:
+        return f"no results for {part} ({results_path(label, part)})\n"
+    out = [f"### {part} part: {len(rows)} checks (label `{label}`)\n"]
+    faults = [r for r in rows if r["job"]["expect"] == "fault"]
+    benign = [r for r in rows if r["job"]["expect"] == "benign"]
+    if faults:
+        out.append(
+            "| family (instances: programs x seeds) | ours, final output only | assert_close | same(fp64) | ours at the fault's own value |"
+        )
+        out.append("|---|---|---|---|---|")
+        totals = Counter()
+        for fam, label_ in oracle_corpus.FAMILIES.items():
+            final = [r for r in faults if r["job"]["family"] == fam and r["job"]["output"] == "final"]
+            own = [r for r in faults if r["job"]["family"] == fam and r["job"]["output"] == "own"]
+            if not final:
+                continue
+            counts = (
+                sum(detected(r) for r in final),
+                sum(bool(r["yardsticks"]["assert_close"]) for r in final),
+                sum(bool(r["yardsticks"]["same"]) for r in final),
+                sum(detected(r) for r in own),
+            )
+            totals.update(
+                {
+                    "n": len(final),
+                    "m": len(own),
+                    "ours": counts[0],
+                    "close": counts[1],
+                    "same": counts[2],
+                    "own": counts[3],
+                }
+            )
+            out.append(
+                f"| {label_} ({len(final)}) | {counts[0]}/{len(final)} | {counts[1]}/{len(final)} | "
+                f"{counts[2]}/{len(final)} | {counts[3]}/{len(own)} |"
+            )
+        n, m = totals["n"], totals["m"]
+        out.append(
+            f"| **all one-step faults ({n})** | **{totals['ours']}/{n}** ({_pct(totals['ours'], n)}) | "
+            f"{totals['close']}/{n} | {totals['same']}/{n} | {totals['own']}/{m} |"
+        )
+        programs = defaultdict(list)
+        for r in faults:
+            if r["job"]["output"] == "final":
+                programs[r["job"]["name"]].append(detected(r))
+        seen = sum(any(v) for v in programs.values())
+        every = sum(all(v) for v in programs.values())
+        out.append(
+            f"\nPrograms (each over {len(oracle_jobs.FAULT_SEEDS)} seeds): detected from the final output on at least one "
+            f"seed {seen}/{len(programs)}, on every seed {every}/{len(programs)}.\n"
+        )
+    if benign:
+        out.append(
+            "| benign corpus (checks) | ours: divergent | eager-inaccurate | error | assert_close fails | same(fp64) fails |"
+        )
+        out.append("|---|---|---|---|---|---|")
+        for corpus in oracle_jobs.CORPORA:
+            rs = [r for r in benign if r["job"]["corpus"] == corpus]
+            if not rs:
+                continue
+            out.append(
+                f"| {corpus} ({len(rs)}) | {sum(detected(r) for r in rs)} | "
+                f"{sum(r['verdict'] == 'eager-inaccurate' for r in rs)} | {sum(r['verdict'] == 'error' for r in rs)} | "
+                f"{sum(bool(r['yardsticks']['assert_close']) for r in rs)} | {sum(bool(r['yardsticks']['same']) for r in rs)} |"
+            )
+        alarms = [r for r in benign if detected(r)]
+        if alarms:
+            out.append("\nFalse alarms:\n")
+            out += [f"- {r['job']['name']} (seed {r['job']['seed']}): {r['explanation'][:300]}" for r in alarms]
+        out.append("")
+        out.append(_margins(benign, faults, family))
+    out.append(_cost(rows))
+    return "\n".join(out) + "\n"
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.0f}%" if b else "-"
+
+
+def _margins(benign: list[dict[str, Any]], faults: list[dict[str, Any]], family: Any) -> str:
+    """Each test's closest benign value to its threshold at the value's share of the budget (the values the program
+    gives back share it alone here: the intermediates' half is not counted, which only makes the margins smaller)."""
+    from engine.judge.evidence import Test
+
+    def per_leaf(rows: list[dict[str, Any]]) -> list[tuple[str, str, Test, float]]:
+        found = []
+        for r in rows:
+            tested = [leaf for leaf in r["leaves"] if leaf["tests"]]
+            if not tested:
+                continue
+            share = family.BUDGET / len(tested)
+            for leaf in tested:
+                for t in leaf["tests"]:
+                    test = Test(t["name"], float(t["log10p"]), t["multiplicity"], t["effect"])
+                    found.append((r["job"]["name"], leaf["name"], test, test.log10p - family.threshold(test, share)))
+        return found
+
+    lines = [
+        "| test | closest benign (log10 p above its threshold; effect held) | closest benign, any effect | weakest detected fault |",
+        "|---|---|---|---|",
+    ]
+    ben, bad = per_leaf(benign), per_leaf([r for r in faults if detected(r)])
+    for name in ("exactness", "distance", "direction", "column"):
+        with_effect = [x for x in ben if x[2].name == name and x[2].effect]
+        anything = [x for x in ben if x[2].name == name]
+        fired = [x for x in bad if x[2].name == name and x[2].effect and x[3] <= 0]
+
+        def cell(xs: list[tuple[str, str, Test, float]], pick: Any) -> str:
+            if not xs:
+                return "-"
+            x = pick(xs, key=lambda x: x[3])
+            return f"{x[3]:+.2f} ({x[0][:50]}, {x[1]})"
+
+        lines.append(f"| {name} | {cell(with_effect, min)} | {cell(anything, min)} | {cell(fired, max)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cost(rows: list[dict[str, Any]]) -> str:
+    lines = ["| corpus | checks | median s | p90 s | max s |", "|---|---|---|---|---|"]
+    for corpus in oracle_jobs.CORPORA:
+        s = sorted(r["seconds"] for r in rows if r["job"]["corpus"] == corpus)
+        if s:
+            lines.append(
+                f"| {corpus} | {len(s)} | {statistics.median(s):.1f} | {s[int(0.9 * (len(s) - 1))]:.1f} | {s[-1]:.1f} |"
+            )
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--part", choices=("calibration", "evaluation"), required=True)
+    r.add_argument("--corpus", default=",".join(oracle_jobs.CORPORA))
+    r.add_argument("--label", default="current")
+    r.add_argument("--limit", type=int)
+    r.add_argument("--select", help="only the programs whose name contains this")
+    p = sub.add_parser("report")
+    p.add_argument("--part", choices=("calibration", "evaluation"), required=True)
+    p.add_argument("--label", default="current")
+    p.add_argument("--final", action="store_true", help="required for the evaluation part: looked at once")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        if args.part == "evaluation" and os.environ.get("ORACLE_EVALUATION") != "once":
+            parser.error("the evaluation part runs once, after every threshold is set: set ORACLE_EVALUATION=once")
+        run(args.part, args.corpus.split(","), args.label, args.limit, args.select)
+        return 0
+    if args.part == "evaluation" and not args.final:
+        parser.error("the evaluation part is reported once, with --final, after every threshold is set")
+    print(report(args.part, args.label))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
