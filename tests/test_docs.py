@@ -112,7 +112,7 @@ def test_a_benchmark_rewrites_only_its_own_section(tmp_path: Path) -> None:
 
 
 def test_the_oracle_page_has_the_calibration_section_for_its_benchmark() -> None:
-    """The page oracle_mutation.py will write (the figures now in engine/judge/oracle.py's docstring move there)."""
-    start, end = _docs_pages_module().markers("benchmarks/oracle_mutation.py")
+    """The page benchmarks/oracle_calibration.py writes (the figures once in engine/judge/oracle.py's docstring)."""
+    start, end = _docs_pages_module().markers("benchmarks/oracle_calibration.py")
     text = (REPO / "docs" / "figures" / "oracle.md").read_text()
     assert text.count(start) == 1 and text.count(end) == 1
