@@ -92,7 +92,13 @@ def _record(job: Job, result: Any, seconds: float) -> dict[str, Any]:
             "mismatches": leaf.mismatches,
             "nearer": leaf.nearer.value if getattr(leaf, "nearer", None) else None,
             "tests": [
-                {"name": t.name, "log10p": t.log10p, "multiplicity": t.multiplicity, "effect": t.effect}
+                {
+                    "name": t.name,
+                    "log10p": t.log10p,
+                    "multiplicity": t.multiplicity,
+                    "effect": t.effect,
+                    "ratio": getattr(t, "ratio", None) if getattr(t, "ratio", 0.0) != float("inf") else "inf",
+                }
                 for t in getattr(leaf, "tests", ())
             ],
             "explanation": leaf.explanation[:400],
@@ -327,6 +333,71 @@ def _cost(rows: list[dict[str, Any]]) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+# ---- cost ---------------------------------------------------------------------------------------------------
+
+
+def cost_one(job_id: str, parts: list[str], repeat: int) -> dict[str, Any]:
+    """One job checked `repeat` times in one warm worker of this tree's engine: every check after the first (caches
+    warm, as a user's second check of a program) is timed."""
+    from engine import CheckOptions, Runner
+
+    job = next(j for j in oracle_jobs.jobs(parts) if j.id == job_id)
+    options = CheckOptions(seed=job.seed, inductor_config=dict(job.config), timeout_s=900.0)
+    seconds = []
+    runner = Runner()
+    try:
+        for _ in range(repeat):
+            started = time.time()
+            result = runner.check(oracle_jobs.source(job), options, filename=f"{job.corpus}-{job.id}.py")
+            seconds.append(time.time() - started)
+    finally:
+        runner.close()
+    return {"job": job.to_json(), "verdict": result.verdict.value, "seconds": seconds[1:] or seconds}
+
+
+def cost(engines: dict[str, str], corpora: list[str], parts: list[str], repeat: int, out: Path) -> None:
+    """Each job of the corpora checked by every engine in turn (alternating, so both see the same load), each in a
+    fresh process of its own tree; the timed seconds go to `out`, one JSON line per (job, engine)."""
+    import subprocess
+
+    done = (
+        {(r["job"]["id"], r["engine"]) for r in map(json.loads, out.read_text().splitlines())}
+        if out.exists()
+        else set()
+    )
+    for job in oracle_jobs.jobs(parts, corpora):
+        for name, root in engines.items():
+            if (job.id, name) in done:
+                continue
+            command = [sys.executable, str(Path(root) / "benchmarks" / "oracle_calibration.py"), "cost-one"]
+            command += ["--job", job.id, "--parts", ",".join(parts), "--repeat", str(repeat)]
+            env = {**os.environ, "PYTHONPATH": root}
+            line = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+            row = {**json.loads(line), "engine": name}
+            with out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(f"{name:8} {statistics.median(row['seconds']):6.1f}s {row['verdict']:16} {job.name[:80]}", flush=True)
+
+
+def cost_report(path: Path, base: str, new: str) -> str:
+    """Median check seconds per engine over the jobs both ran, and the median of the per-job ratios."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    by = defaultdict(dict)
+    for r in rows:
+        by[r["job"]["id"]][r["engine"]] = (r["job"]["name"], statistics.median(r["seconds"]))
+    both = [(v[base][0], v[base][1], v[new][1]) for v in by.values() if base in v and new in v]
+    if not both:
+        return "no job timed by both engines\n"
+    lines = [f"| program | {base} s | {new} s | ratio |", "|---|---|---|---|"]
+    lines += [f"| {n} | {a:.1f} | {b:.1f} | {b / a:.2f} |" for n, a, b in both]
+    ratios = [b / a for _, a, b in both]
+    lines.append(
+        f"| **median over {len(both)} programs** | {statistics.median(a for _, a, _ in both):.1f} | "
+        f"{statistics.median(b for _, _, b in both):.1f} | **{statistics.median(ratios):.2f}** (max {max(ratios):.2f}) |"
+    )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -340,7 +411,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", choices=("calibration", "evaluation"), required=True)
     p.add_argument("--label", default="current")
     p.add_argument("--final", action="store_true", help="required for the evaluation part: looked at once")
+    c = sub.add_parser("cost", help="time each engine's check of the same jobs, alternating")
+    c.add_argument("--engines", required=True, help="name=tree,name=tree (a tree: a checkout of the repository)")
+    c.add_argument("--corpus", default="realistic,zoo")
+    c.add_argument("--parts", default="calibration,evaluation")
+    c.add_argument("--repeat", type=int, default=2)
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--report", metavar="BASE,NEW", help="only print the table of BASE against NEW")
+    one = sub.add_parser("cost-one")
+    one.add_argument("--job", required=True)
+    one.add_argument("--parts", default="calibration,evaluation")
+    one.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.command == "cost-one":
+        print(json.dumps(cost_one(args.job, args.parts.split(","), args.repeat)))
+        return 0
+    if args.command == "cost":
+        if args.report:
+            base, new = args.report.split(",")
+            print(cost_report(args.out, base, new))
+            return 0
+        engines = dict(pair.split("=", 1) for pair in args.engines.split(","))
+        cost(engines, args.corpus.split(","), args.parts.split(","), args.repeat, args.out)
+        return 0
     if args.command == "run":
         if args.part == "evaluation" and os.environ.get("ORACLE_EVALUATION") != "once":
             parser.error("the evaluation part runs once, after every threshold is set: set ORACLE_EVALUATION=once")

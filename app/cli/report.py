@@ -20,6 +20,7 @@ _COLUMNS = (
     "mismatch",
     "NaN/inf/±0",
     "verdict",
+    "nearer",
     "witness",
 )
 
@@ -54,6 +55,7 @@ def _row(leaf: LeafResult) -> tuple[str, ...]:
         mismatch,
         special,
         leaf.verdict.value,
+        leaf.nearer.value if leaf.nearer else "-",  # the side nearer the exact value: compiled, eager, neither
         leaf.witness.value if leaf.witness else "-",
     )
 

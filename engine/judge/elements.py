@@ -392,14 +392,15 @@ class Tally:
             hoeffding_log10p(-away_t, away_v),
         )
         tests = [
-            Test("exactness", hoeffding_log10p(exact_t, exact_v), 1, one_sided),
+            Test("exactness", hoeffding_log10p(exact_t, exact_v), 1, one_sided, _ratio(k1, k2)),
             Test(
                 "distance",
                 hoeffding_log10p(dist_t, dist_v),
                 1,
                 counts.worse >= N_MIN and counts.worse >= ONE_SIDED * counts.better,
+                _ratio(counts.worse, counts.better),
             ),
-            Test("direction", direction, 4, one_sided and share >= DIRECTION_SHARE),
+            Test("direction", direction, 4, one_sided and share >= DIRECTION_SHARE, _ratio(k1, k2)),
         ]
         if self.columns is not None:
             tests.append(self._column_test(counts))
@@ -418,10 +419,13 @@ class Tally:
     def _column_test(self, counts: ElementCounts) -> Test:
         log10p, effect = self._column_z()
         n = int(log10p.numel())
-        if bool(effect.any()):
-            best = float(torch.where(effect, log10p, torch.zeros_like(log10p)).min())
-            return Test("column", best, n, True)
-        return Test("column", float(log10p.min()) if n else 0.0, n, False)
+        if not n:
+            return Test("column", 0.0, 0, False)
+        i = int(torch.argmin(torch.where(effect, log10p, log10p + 1e6)))  # the best column with the effect, if any
+        a, b = float(self.columns[0, i]), float(self.columns[1, i])
+        leaf = self.k1 / max(self.k2, 1)
+        ratio = min(_ratio(a, b), _ratio(a, b) / leaf if leaf else math.inf)
+        return Test("column", float(log10p[i]), n, bool(effect[i]), ratio)
 
     def _column(self) -> Column | None:
         if self.columns is None or not self.k1:
@@ -430,6 +434,13 @@ class Tally:
         score = torch.where(effect, log10p, log10p + 1e6)  # a column with the effect first, then the smallest tail
         i = int(torch.argmin(score))
         return Column(i, self.numel // self.last, int(self.columns[0, i]), int(self.columns[1, i]))
+
+
+def _ratio(favoured: float, other: float) -> float:
+    """The favoured side over the other (infinite when the other is zero and the favoured is not)."""
+    if other:
+        return favoured / other
+    return math.inf if favoured else 0.0
 
 
 def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -16,13 +16,15 @@ class Test:
     """One test of the element rule on one value.
 
     `log10p` bounds log10 of the sign-flip tail of the best of `multiplicity` hypotheses (the four ways of the
-    direction test, every column); `effect` says whether the favoured side is at least ONE_SIDED times the other.
+    direction test, every column); `effect` says whether the favoured side is at least ONE_SIDED times the other;
+    `ratio` is that favoured side over the other (the effect's margin; a column's smaller of its two ratios).
     """
 
     name: str  # "exactness", "distance", "direction" or "column"
     log10p: float
     multiplicity: int = 1
     effect: bool = False
+    ratio: float = 0.0
 
 
 @dataclass(frozen=True)
