@@ -328,12 +328,12 @@ FAULTS: dict[str, Rewrite] = {
 }
 
 
-class FaultPass(CustomGraphPass):
-    """Inductor's post-grad custom pass that writes one family's fault into every graph it compiles."""
+class RewritePass(CustomGraphPass):
+    """Inductor's post-grad custom pass: one rewrite on every graph it compiles (its name keys the cache)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, rewrite: Rewrite) -> None:
         self.name = name
-        self.rewrite = FAULTS[name]
+        self.rewrite = rewrite
         self.applied = 0
 
     def __call__(self, graph: torch.fx.Graph) -> None:
@@ -344,6 +344,13 @@ class FaultPass(CustomGraphPass):
 
     def uuid(self) -> Any:
         return hashlib.sha256(f"inductor fault: {self.name}".encode()).hexdigest()
+
+
+class FaultPass(RewritePass):
+    """The fault of one family program (FAULTS)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, FAULTS[name])
 
 
 def install(name: str) -> FaultPass:

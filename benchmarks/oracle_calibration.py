@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -198,8 +199,18 @@ def detected(row: dict[str, Any]) -> bool:
     return row["verdict"] == "divergent"
 
 
-def report(part: str, label: str) -> str:
-    """The figures of one part, as Markdown."""
+def _count(rows: list[dict[str, Any]], test: Any) -> int:
+    return sum(1 for r in rows if test(r))
+
+
+def _frac(rows: list[dict[str, Any]] | None, test: Any) -> str:
+    if rows is None:
+        return "-"
+    return f"{_count(rows, test)}/{len(rows)}"
+
+
+def report(part: str, label: str, before: str | None = None) -> str:
+    """The figures of one part, as Markdown; `before`: the label of the same jobs checked by the engine before."""
     import oracle_corpus
 
     from engine.judge import family
@@ -207,77 +218,75 @@ def report(part: str, label: str) -> str:
     rows = load(label, part)
     if not rows:
         return f"no results for {part} ({results_path(label, part)})\n"
-    out = [f"### {part} part: {len(rows)} checks (label `{label}`)\n"]
+    old = {r["job"]["id"]: r for r in load(before, part)} if before else {}
+    out = [f"#### The {part} part: {len(rows)} checks\n"]
     faults = [r for r in rows if r["job"]["expect"] == "fault"]
     benign = [r for r in rows if r["job"]["expect"] == "benign"]
+
+    def earlier(rs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        found = [old[r["job"]["id"]] for r in rs if r["job"]["id"] in old]
+        return found if found and len(found) == len(rs) else None
+
     if faults:
         out.append(
-            "| family (instances: programs x seeds) | ours, final output only | assert_close | same(fp64) | ours at the fault's own value |"
+            "| family (programs x seeds) | ours, final output only | before | assert_close | same(fp64) "
+            "| ours at the fault's own value | before |"
         )
-        out.append("|---|---|---|---|---|")
-        totals = Counter()
-        for fam, label_ in oracle_corpus.FAMILIES.items():
+        out.append("|---|---|---|---|---|---|---|")
+        every_final: list[dict[str, Any]] = []
+        every_own: list[dict[str, Any]] = []
+        for fam, words in oracle_corpus.FAMILIES.items():
             final = [r for r in faults if r["job"]["family"] == fam and r["job"]["output"] == "final"]
             own = [r for r in faults if r["job"]["family"] == fam and r["job"]["output"] == "own"]
             if not final:
                 continue
-            counts = (
-                sum(detected(r) for r in final),
-                sum(bool(r["yardsticks"]["assert_close"]) for r in final),
-                sum(bool(r["yardsticks"]["same"]) for r in final),
-                sum(detected(r) for r in own),
-            )
-            totals.update(
-                {
-                    "n": len(final),
-                    "m": len(own),
-                    "ours": counts[0],
-                    "close": counts[1],
-                    "same": counts[2],
-                    "own": counts[3],
-                }
-            )
-            out.append(
-                f"| {label_} ({len(final)}) | {counts[0]}/{len(final)} | {counts[1]}/{len(final)} | "
-                f"{counts[2]}/{len(final)} | {counts[3]}/{len(own)} |"
-            )
-        n, m = totals["n"], totals["m"]
+            every_final += final
+            every_own += own
+            out.append(_family_row(words, final, own, earlier))
+        out.append(_family_row("**all one-step faults**", every_final, every_own, earlier))
+        programs: dict[str, list[bool]] = defaultdict(list)
+        for r in every_final:
+            programs[r["job"]["name"]].append(detected(r))
         out.append(
-            f"| **all one-step faults ({n})** | **{totals['ours']}/{n}** ({_pct(totals['ours'], n)}) | "
-            f"{totals['close']}/{n} | {totals['same']}/{n} | {totals['own']}/{m} |"
-        )
-        programs = defaultdict(list)
-        for r in faults:
-            if r["job"]["output"] == "final":
-                programs[r["job"]["name"]].append(detected(r))
-        seen = sum(any(v) for v in programs.values())
-        every = sum(all(v) for v in programs.values())
-        out.append(
-            f"\nPrograms (each over {len(oracle_jobs.FAULT_SEEDS)} seeds): detected from the final output on at least one "
-            f"seed {seen}/{len(programs)}, on every seed {every}/{len(programs)}.\n"
+            f"\nPrograms detected from their final output alone: {sum(all(v) for v in programs.values())} of "
+            f"{len(programs)} on every seed ({len(oracle_jobs.FAULT_SEEDS)} seeds each), "
+            f"{sum(any(v) for v in programs.values())} on at least one.\n"
         )
     if benign:
         out.append(
-            "| benign corpus (checks) | ours: divergent | eager-inaccurate | error | assert_close fails | same(fp64) fails |"
+            "| benign programs (checks) | divergent (false alarms) | before | eager-inaccurate | precision-cast or rng "
+            "| error | assert_close fails | same(fp64) fails |"
         )
-        out.append("|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|")
         for corpus in oracle_jobs.CORPORA:
             rs = [r for r in benign if r["job"]["corpus"] == corpus]
             if not rs:
                 continue
             out.append(
-                f"| {corpus} ({len(rs)}) | {sum(detected(r) for r in rs)} | "
-                f"{sum(r['verdict'] == 'eager-inaccurate' for r in rs)} | {sum(r['verdict'] == 'error' for r in rs)} | "
-                f"{sum(bool(r['yardsticks']['assert_close']) for r in rs)} | {sum(bool(r['yardsticks']['same']) for r in rs)} |"
+                f"| {corpus} ({len(rs)}) | **{_count(rs, detected)}** | {_frac(earlier(rs), detected)} | "
+                f"{_count(rs, lambda r: r['verdict'] == 'eager-inaccurate')} | "
+                f"{_count(rs, lambda r: r['verdict'] in ('precision-cast', 'rng'))} | "
+                f"{_count(rs, lambda r: r['verdict'] == 'error')} | "
+                f"{_count(rs, lambda r: bool(r['yardsticks']['assert_close']))} | "
+                f"{_count(rs, lambda r: bool(r['yardsticks']['same']))} |"
             )
         alarms = [r for r in benign if detected(r)]
-        if alarms:
-            out.append("\nFalse alarms:\n")
-            out += [f"- {r['job']['name']} (seed {r['job']['seed']}): {r['explanation'][:300]}" for r in alarms]
+        out.append("\nFalse alarms: " + ("none." if not alarms else ""))
+        out += [f"- {r['job']['name']} (seed {r['job']['seed']}): {r['explanation'][:300]}" for r in alarms]
         out.append("")
         out.append(_margins(benign, faults, family))
     out.append(_cost(rows))
     return "\n".join(out) + "\n"
+
+
+def _family_row(words: str, final: list[dict[str, Any]], own: list[dict[str, Any]], earlier: Any) -> str:
+    n = len(final)
+    return (
+        f"| {words} ({n}) | **{_count(final, detected)}/{n}** ({_pct(_count(final, detected), n)}) | "
+        f"{_frac(earlier(final), detected)} | {_count(final, lambda r: bool(r['yardsticks']['assert_close']))}/{n} | "
+        f"{_count(final, lambda r: bool(r['yardsticks']['same']))}/{n} | {_frac(own, detected)} | "
+        f"{_frac(earlier(own), detected)} |"
+    )
 
 
 def _pct(a: int, b: int) -> str:
@@ -286,7 +295,8 @@ def _pct(a: int, b: int) -> str:
 
 def _margins(benign: list[dict[str, Any]], faults: list[dict[str, Any]], family: Any) -> str:
     """Each test's closest benign value to its threshold at the value's share of the budget (the values the program
-    gives back share it alone here: the intermediates' half is not counted, which only makes the margins smaller)."""
+    gives back share it alone here: the intermediates' half is not counted, which only makes the margins smaller),
+    and the largest benign effect where the probability alone would fire."""
     from engine.judge.evidence import Test
 
     def per_leaf(rows: list[dict[str, Any]]) -> list[tuple[str, str, Test, float]]:
@@ -298,27 +308,34 @@ def _margins(benign: list[dict[str, Any]], faults: list[dict[str, Any]], family:
             share = family.BUDGET / len(tested)
             for leaf in tested:
                 for t in leaf["tests"]:
-                    test = Test(t["name"], float(t["log10p"]), t["multiplicity"], t["effect"])
+                    ratio = t.get("ratio")
+                    ratio = math.inf if ratio == "inf" else float(ratio or 0.0)
+                    test = Test(t["name"], float(t["log10p"]), t["multiplicity"], t["effect"], ratio)
                     found.append((r["job"]["name"], leaf["name"], test, test.log10p - family.threshold(test, share)))
         return found
 
     lines = [
-        "| test | closest benign (log10 p above its threshold; effect held) | closest benign, any effect | weakest detected fault |",
-        "|---|---|---|---|",
+        "| test | closest benign, effect held (log10 p above its threshold) | closest benign, any effect "
+        "| largest benign effect where p alone fires | weakest fault that fired |",
+        "|---|---|---|---|---|",
     ]
     ben, bad = per_leaf(benign), per_leaf([r for r in faults if detected(r)])
     for name in ("exactness", "distance", "direction", "column"):
         with_effect = [x for x in ben if x[2].name == name and x[2].effect]
         anything = [x for x in ben if x[2].name == name]
+        p_fires = [x for x in ben if x[2].name == name and x[3] <= 0]
         fired = [x for x in bad if x[2].name == name and x[2].effect and x[3] <= 0]
 
-        def cell(xs: list[tuple[str, str, Test, float]], pick: Any) -> str:
+        def cell(xs: list[tuple[str, str, Test, float]], pick: Any, key: Any = lambda x: x[3]) -> str:
             if not xs:
                 return "-"
-            x = pick(xs, key=lambda x: x[3])
-            return f"{x[3]:+.2f} ({x[0][:50]}, {x[1]})"
+            x = pick(xs, key=key)
+            return f"{x[3]:+.1f}, ratio {x[2].ratio:.2f} ({x[0][:48]}, {x[1]})"
 
-        lines.append(f"| {name} | {cell(with_effect, min)} | {cell(anything, min)} | {cell(fired, max)} |")
+        lines.append(
+            f"| {name} | {cell(with_effect, min)} | {cell(anything, min)} | "
+            f"{cell(p_fires, max, lambda x: x[2].ratio)} | {cell(fired, max)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -327,10 +344,62 @@ def _cost(rows: list[dict[str, Any]]) -> str:
     for corpus in oracle_jobs.CORPORA:
         s = sorted(r["seconds"] for r in rows if r["job"]["corpus"] == corpus)
         if s:
-            lines.append(
-                f"| {corpus} | {len(s)} | {statistics.median(s):.1f} | {s[int(0.9 * (len(s) - 1))]:.1f} | {s[-1]:.1f} |"
-            )
-    return "\n" + "\n".join(lines) + "\n"
+            p90 = s[int(0.9 * (len(s) - 1))]
+            lines.append(f"| {corpus} | {len(s)} | {statistics.median(s):.1f} | {p90:.1f} | {s[-1]:.1f} |")
+    return (
+        "\nSeconds per check (the check's wall time in a warm worker, the yardsticks not included):\n\n"
+        + "\n".join(lines)
+        + "\n"
+    )
+
+
+def docs_section(label: str, before: str | None, cost_file: Path | None, cost_engines: str) -> str:
+    """docs/figures/oracle.md's generated section: both parts, the issue's false alarms, the cost."""
+    import torch
+
+    lines = [
+        f"Measured by `python benchmarks/oracle_calibration.py run --part PART` on torch {torch.__version__} CPU (the "
+        "project's 2-core machine, shared with other work) and written by `report --part evaluation --final "
+        "--write-docs`. Each job is one check as a user runs it: the program, its default options, its seed; a fault "
+        "is written into Inductor for the compiled run only (`benchmarks/inductor_faults.py`). *Before*: the same jobs "
+        "checked by the engine before issue #31 (main at 85b1829).",
+        "",
+        "### Evaluation part (frozen by a hash before any threshold moved; reported once)",
+        "",
+        report("evaluation", label, before),
+        "### Calibration part (what the thresholds and margins were read on)",
+        "",
+        report("calibration", label, before),
+        _issue_alarms(label, before),
+    ]
+    if cost_file is not None and cost_file.exists():
+        base, new = cost_engines.split(",")
+        lines += [
+            "### What a check costs, before and after",
+            "",
+            "Each realistic program (oracle_corpus's benign programs and the transformers models) checked by both "
+            "engines in turn, in a fresh warm worker each, the second check of each timed (`cost`):",
+            "",
+            cost_report(cost_file, base, new),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _issue_alarms(label: str, before: str | None) -> str:
+    """The ordinary programs that were false alarms before, with today's verdict."""
+    rows = {r["job"]["name"]: r for part in ("calibration", "evaluation") for r in load(label, part)}
+    old = {r["job"]["name"]: r for part in ("calibration", "evaluation") for r in load(before, part)} if before else {}
+    alarms = [name for name, r in old.items() if r["job"]["corpus"] == "ordinary" and detected(r)]
+    if not alarms:
+        return ""
+    lines = [
+        "### The ordinary programs that were false alarms before",
+        "",
+        "| program | before | now |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {n} | {old[n]['verdict']} | {rows[n]['verdict'] if n in rows else '-'} |" for n in sorted(alarms)]
+    return "\n".join(lines) + "\n"
 
 
 # ---- cost ---------------------------------------------------------------------------------------------------
@@ -391,9 +460,10 @@ def cost_report(path: Path, base: str, new: str) -> str:
     lines = [f"| program | {base} s | {new} s | ratio |", "|---|---|---|---|"]
     lines += [f"| {n} | {a:.1f} | {b:.1f} | {b / a:.2f} |" for n, a, b in both]
     ratios = [b / a for _, a, b in both]
+    base_median, new_median = statistics.median(a for _, a, _ in both), statistics.median(b for _, _, b in both)
     lines.append(
-        f"| **median over {len(both)} programs** | {statistics.median(a for _, a, _ in both):.1f} | "
-        f"{statistics.median(b for _, _, b in both):.1f} | **{statistics.median(ratios):.2f}** (max {max(ratios):.2f}) |"
+        f"| **median over {len(both)} programs** | {base_median:.1f} | {new_median:.1f} | "
+        f"**{statistics.median(ratios):.2f}** (max {max(ratios):.2f}) |"
     )
     return "\n".join(lines) + "\n"
 
@@ -411,6 +481,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", choices=("calibration", "evaluation"), required=True)
     p.add_argument("--label", default="current")
     p.add_argument("--final", action="store_true", help="required for the evaluation part: looked at once")
+    p.add_argument("--before", help="the label of the engine before, checked on the same jobs")
+    p.add_argument("--cost", type=Path, help="the cost file of `cost`, with --cost-engines BASE,NEW")
+    p.add_argument("--cost-engines", default="base,new")
+    p.add_argument("--write-docs", action="store_true", help="write docs/figures/oracle.md's generated section")
     c = sub.add_parser("cost", help="time each engine's check of the same jobs, alternating")
     c.add_argument("--engines", required=True, help="name=tree,name=tree (a tree: a checkout of the repository)")
     c.add_argument("--corpus", default="realistic,zoo")
@@ -441,7 +515,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.part == "evaluation" and not args.final:
         parser.error("the evaluation part is reported once, with --final, after every threshold is set")
-    print(report(args.part, args.label))
+    if args.write_docs:
+        if not args.final:
+            parser.error("--write-docs writes the evaluation part's figures: it needs --final")
+        text = docs_section(args.label, args.before, args.cost, args.cost_engines)
+        from benchmarks.docs_pages import DOCS, write_section
+
+        write_section(DOCS / "figures" / "oracle.md", "benchmarks/oracle_calibration.py", text)
+        print(text)
+        return 0
+    print(report(args.part, args.label, args.before))
     return 0
 
 

@@ -473,60 +473,29 @@ MARGINS: list[tuple[str, str, Any]] = []  # (family, leaf, ElementCounts) of eve
 
 
 def _margins() -> None:
-    """The closest benign value of each test of the element rule, beside its threshold (engine/judge/elements.py)."""
-    from engine.judge import elements
+    """The closest benign value of each test of the element rule to its threshold (engine/judge/family.py), a leaf
+    holding the whole budget; benchmarks/oracle_calibration.py measures them on its calibration part."""
+    from engine.judge import family
 
-    benign = [(leaf, c) for family, leaf, c in MARGINS if family == "benign"]
+    benign = [(leaf, c) for fam, leaf, c in MARGINS if fam == "benign"]
     if not benign:
         return
-    tests = {
-        "exactness log10 P": (lambda c: c.sign_log10p, min, elements.SIGN_LOG10P),
-        "distance log10 P": (lambda c: c.worse_log10p, min, elements.SIGN_LOG10P),
-        "direction z (share >= 0.5)": (
-            lambda c: c.lean()[2] if c.lean()[3] >= elements.DIRECTION_SHARE else 0.0,
-            max,
-            elements.DIRECTION_Z,
-        ),
-        "direction z (any share)": (lambda c: c.lean()[2], max, elements.DIRECTION_Z),
-        "region log10 p x regions": (
-            lambda c: min((r.log10p for r in c.regions if r.k1 >= elements.N_MIN), default=0.0),
-            min,
-            elements.REGION_LOG10P,
-        ),
-    }
-    print(f"\nclosest benign value of each test over {len(benign)} low-precision leaves (threshold beside it):")
-    for label, (stat, pick, threshold) in tests.items():
-        leaf, counts = pick(benign, key=lambda lc: stat(lc[1]))
-        print(
-            f"  {label:28} {stat(counts):9.2f}  (threshold {threshold:g})  at {leaf[:90]}; k1 {counts.k1}, k2 {counts.k2}, worse {counts.worse}, better {counts.better}"
-        )
-    # the effect each test also needs (elements.ONE_SIDED), where its probability alone would fire: benign at most,
-    # faults at least
-    odds = {
-        "exactness k1 : k2": lambda c: (
-            c.k1 / max(c.k2, 1) if c.k1 >= elements.N_MIN and c.sign_log10p <= elements.SIGN_LOG10P else None
-        ),
-        "distance worse : better": lambda c: (
-            c.worse / max(c.better, 1) if c.worse >= elements.N_MIN and c.worse_log10p <= elements.SIGN_LOG10P else None
-        ),
-        "region odds : leaf's": lambda c: max(
-            (
-                r.k1 * c.k2 / max(r.k2 * c.k1, 1)
-                for r in c.regions
-                if r.k1 >= elements.N_MIN and r.log10p <= elements.REGION_LOG10P
-            ),
-            default=None,
-        ),
-    }
-    print(
-        f"\nthe effect each test needs besides its probability (threshold {elements.ONE_SIDED:g}), where the probability alone fires:"
-    )
-    for label, stat in odds.items():
-        ben = [(stat(c), leaf) for leaf, c in benign if stat(c) is not None]
-        bad = [(stat(c), leaf) for family, leaf, c in MARGINS if family != "benign" and stat(c) is not None]
-        top = f"benign at most {max(ben)[0]:.2f} ({max(ben)[1][:70]})" if ben else "no benign leaf"
-        low = f"faults at least {min(bad)[0]:.2f} ({min(bad)[1][:70]})" if bad else "no fault leaf"
-        print(f"  {label:28} {top}; {low}")
+    print(f"\nclosest benign value of each test over {len(benign)} low-precision leaves (log10 p above its threshold):")
+    for name in ("exactness", "distance", "direction", "column"):
+        scored = [
+            (t.log10p - family.threshold(t, family.BUDGET), t.effect, leaf)
+            for leaf, c in benign
+            for t in c.tests
+            if t.name == name
+        ]
+        with_effect = [x for x in scored if x[1]]
+        if scored:
+            closest = min(scored)
+            line = f"  {name:10} any effect {closest[0]:+8.2f} at {closest[2][:70]}"
+            if with_effect:
+                held = min(with_effect)
+                line += f"; with its effect {held[0]:+8.2f} at {held[2][:70]}"
+            print(line)
 
 
 def _judge_family_case(

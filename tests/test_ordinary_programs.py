@@ -71,5 +71,6 @@ def test_where_compiled_agrees_with_float64_and_eager_does_not_it_is_eager_inacc
 
 def test_bf16_arange_is_not_called_a_compile_bug(check) -> None:
     # compiled exact where eager is not in 960 elements, the reverse in 224: the direction test once fired on the 224
-    result = check("import torch\n\n\ndef fn():\n    return torch.arange(0, 10000, dtype=torch.bfloat16)\n\n\ninputs = ()\n")
+    source = "import torch\n\n\ndef fn():\n    return torch.arange(0, 10000, dtype=torch.bfloat16)\n\n\ninputs = ()\n"
+    result = check(source)
     assert result.verdict is not Verdict.DIVERGENT and result.verdict.exit_code == 0, result.explanation
