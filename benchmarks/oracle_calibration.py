@@ -56,10 +56,24 @@ def load(label: str, part: str) -> list[dict[str, Any]]:
 # ---- run ------------------------------------------------------------------------------------------------------
 
 
-def run(part: str, corpora: list[str], label: str, limit: int | None, select: str | None) -> None:
+def run(
+    part: str,
+    corpora: list[str],
+    label: str,
+    limit: int | None,
+    select: str | None,
+    expect: str | None = None,
+    output: str | None = None,
+) -> None:
     from engine import CheckOptions, Runner
 
-    todo = [j for j in oracle_jobs.jobs([part], corpora) if select is None or select in j.name]
+    todo = [
+        j
+        for j in oracle_jobs.jobs([part], corpora)
+        if (select is None or select in j.name)
+        and (expect is None or j.expect == expect)
+        and (output is None or j.output == output)
+    ]
     done = {r["job"]["id"] for r in load(label, part)}
     todo = [j for j in todo if j.id not in done][:limit]
     path = results_path(label, part)
@@ -477,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--label", default="current")
     r.add_argument("--limit", type=int)
     r.add_argument("--select", help="only the programs whose name contains this")
+    r.add_argument("--expect", choices=("benign", "fault"), help="only benign programs, or only faults")
+    r.add_argument("--output", choices=("final", "own"), help="only jobs that return this")
     p = sub.add_parser("report")
     p.add_argument("--part", choices=("calibration", "evaluation"), required=True)
     p.add_argument("--label", default="current")
@@ -511,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         if args.part == "evaluation" and os.environ.get("ORACLE_EVALUATION") != "once":
             parser.error("the evaluation part runs once, after every threshold is set: set ORACLE_EVALUATION=once")
-        run(args.part, args.corpus.split(","), args.label, args.limit, args.select)
+        run(args.part, args.corpus.split(","), args.label, args.limit, args.select, args.expect, args.output)
         return 0
     if args.part == "evaluation" and not args.final:
         parser.error("the evaluation part is reported once, with --final, after every threshold is set")

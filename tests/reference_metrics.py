@@ -141,7 +141,7 @@ def correctly_rounded(r: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tensor) -> Any:
-    """engine.judge.elements' counts over the whole tensor at once (the floor of the tie band: no float32 twin), its
+    """engine.judge.elements' counts over the whole tensor at once (the tie band without a float32 twin), its
     sign-flip tests summed block by block from dense masks rather than chunk by chunk."""
     from engine.judge import elements
     from engine.judge.evidence import Test
@@ -152,9 +152,12 @@ def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tenso
     safe = torch.where(torch.isfinite(r), r, torch.zeros_like(r))
     exact = correctly_rounded(safe, eager.dtype)
     step = elements.spacing(safe, eager.dtype)
-    _, exponent = torch.frexp(safe)
+    finite_r = torch.isfinite(r)
+    rms = float(safe[finite_r].square().mean().sqrt()) if bool(finite_r.any()) else 0.0
+    _, exponent = torch.frexp(torch.clamp(safe.abs(), min=rms))
     width = elements.TIE_FLOOR_ULPS * torch.ldexp(torch.ones_like(r), exponent.to(torch.int64).clamp(min=-125) - 24)
-    tie = (step / 2 - (safe - exact).abs()) <= width
+    adjacent = ((e - exact).abs() <= step) & ((c - exact).abs() <= step)
+    tie = ((step / 2 - (safe - exact).abs()) <= width) & adjacent
     k1 = usable & (e == exact) & (c != exact) & ~tie
     k2 = usable & (c == exact) & (e != exact) & ~tie
     one_exact = usable & ((e == exact) != (c == exact))

@@ -21,24 +21,38 @@ from ordinary_programs import ordinary_programs  # noqa: E402
 ACCEPTED = (Verdict.MATCH, Verdict.BENIGN, Verdict.PRECISION_CAST)
 SOURCES = {p.name: p.source for p in ordinary_programs()}
 
-# each was divergent on main before issue #31 (measured 2026-12-06: the direction test on gelu, exactness on
-# RMSNorm's midpoints, a column of log_softmax, ...)
+# each divergent on main before issue #31 (measured 2026-12-06, torch 2.13 CPU, seed 0): the direction test on gelu's
+# near-ties, exactness on RMSNorm's midpoints, rows and columns of log_softmax, ...
 FALSE_ALARMS = [
     "gelu (bf16, std 2, 2048x2048)",
-    "gelu (fp16, std 2, 2048x2048)",
-    "gelu (fp16, std 1, 1024x1024)",
-    "rsqrt (bf16, std 1, 1024x1024)",
-    "rsqrt (fp16, std 2, 2048x2048)",
+    "rsqrt (bf16, std 2, 2048x2048)",
+    "rsqrt (fp16, std 1, 1024x1024)",
     "elu (fp16, std 1, 1024x1024)",
-    "log_softmax (bf16, 1024x2048)",
-    "log_softmax (fp16, 1024x2048)",
     "RMSNorm written out (bf16, 4x1024x1024)",
-    "attention written out (fp16, 4x8x512x64)",
+    "RMSNorm written out (fp16, 4x1024x1024)",
+    "group norm (fp16, 16x64x32x32)",
 ]
+# the issue's fp16 gelu and fp16 attention were not divergent on main here (6 gelu and 4 attention variants, 3 seeds
+# each: match or benign); kept, as the issue asks, so that they stay so
+STAYS = ["gelu (fp16, std 2, 2048x2048)", "attention written out (fp16, 4x8x512x64)"]
+LOG_SOFTMAX = """
+import torch
+import torch.nn.functional as F
+
+
+def fn(x):
+    return F.log_softmax(x, dim=-1)
+
+
+def inputs():
+    return (torch.randn(4096, 1024).to(torch.{dtype}),)
+"""
+SOURCES.update({f"log_softmax ({dt}, 4096x1024)": LOG_SOFTMAX.format(dtype=dt) for dt in ("bfloat16", "float16")})
+FALSE_ALARMS += ["log_softmax (bfloat16, 4096x1024)", "log_softmax (float16, 4096x1024)"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", FALSE_ALARMS)
+@pytest.mark.parametrize("name", FALSE_ALARMS + STAYS)
 def test_an_ordinary_program_is_not_called_a_compile_bug(check, name: str) -> None:
     result = check(SOURCES[name])
     assert result.verdict in ACCEPTED, result.explanation

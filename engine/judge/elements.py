@@ -88,23 +88,44 @@ def binade(r: torch.Tensor) -> torch.Tensor:
 
 
 class TieBand:
-    """The float32 error of the computation at each magnitude: the largest |twin - r| over a value's elements, per
-    binade of r, accumulated chunk by chunk over every element (not only the differing ones)."""
+    """The float32 error of the computation at an element, from two things measured over every element of the value
+    (not only the differing ones), chunk by chunk:
+
+    - with a float32 twin: the largest |twin - r| over the value's elements of the same binade of r, times TIE_FACTOR
+      (ATen's float32 kernels' own error there, cancellations and ill-conditioned places included);
+    - always: TIE_FLOOR_ULPS float32 ULPs of the larger of |r| and the value's RMS magnitude. A float32 formula
+      errs by ULPs of its intermediates, and a small value is often the difference of larger ones (`exp(x) - 1`
+      near 0 is O(1) inside and 4e-4 out): the value's own magnitude is the scale its computation works at.
+    """
 
     def __init__(self, device: torch.device) -> None:
         self.errors = torch.zeros(_EXPONENTS[1] - _EXPONENTS[0] + 1, dtype=torch.float64, device=device)
+        self.squares = 0.0
+        self.count = 0
+        self.twin = False
 
-    def add(self, r: torch.Tensor, twin: torch.Tensor) -> None:
-        error = (twin.to(torch.float64) - r).abs()
-        usable = torch.isfinite(error)
-        self.errors.scatter_reduce_(0, binade(r)[usable], error[usable], "amax")
+    def add(self, r: torch.Tensor, twin: torch.Tensor | None) -> None:
+        finite = torch.isfinite(r)
+        values = torch.where(finite, r, torch.zeros_like(r))
+        self.squares += float(torch.dot(values, values))
+        self.count += int(finite.sum())
+        if twin is not None:
+            self.twin = True
+            error = (twin.to(torch.float64) - r).abs()
+            usable = torch.isfinite(error)
+            self.errors.scatter_reduce_(0, binade(r)[usable], error[usable], "amax")
+
+    @property
+    def rms(self) -> float:
+        return math.sqrt(self.squares / self.count) if self.count else 0.0
 
     def width(self, r: torch.Tensor) -> torch.Tensor:
-        return TIE_FACTOR * self.errors[binade(r)] + TIE_FLOOR_ULPS * fp32_ulp(r)
+        scale = torch.clamp(r.abs(), min=self.rms)
+        return torch.maximum(TIE_FACTOR * self.errors[binade(r)], TIE_FLOOR_ULPS * fp32_ulp(scale))
 
 
 def floor_width(r: torch.Tensor) -> torch.Tensor:
-    """The tie band without a float32 twin: the floor alone."""
+    """The tie band of a value judged without a band: the floor at the element's own magnitude."""
     return TIE_FLOOR_ULPS * fp32_ulp(r)
 
 
@@ -288,7 +309,9 @@ class Tally:
         exact = torch.round(r / q) * q
         width = self.band.width(r) if self.band is not None else floor_width(r)
         error_c, error_e = torch.where(usable, (c - r).abs(), 0.0), torch.where(usable, (e - r).abs(), 0.0)
-        tie_exact = (q / 2 - (r - exact).abs()) <= width  # r within the band of a rounding midpoint
+        # r within the band of a rounding midpoint, and neither side further than the neighbour beyond it: a value two
+        # steps off did not land there by rounding a nearly right float32 value
+        tie_exact = ((q / 2 - (r - exact).abs()) <= width) & ((e - exact).abs() <= q) & ((c - exact).abs() <= q)
         e_exact, c_exact = (e == exact) & usable, (c == exact) & usable
         one_exact = e_exact ^ c_exact
         k1 = e_exact & ~c_exact & ~tie_exact
@@ -367,7 +390,7 @@ class Tally:
             worst=worst,
             ties=self.ties,
             blocks=self.blocks,
-            twin=self.band is not None,
+            twin=self.band is not None and self.band.twin,
             column=column,
         )
         return ElementCounts(**{**counts.__dict__, "tests": self._tests(counts)})
