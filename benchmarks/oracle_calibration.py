@@ -120,7 +120,6 @@ def _record(job: Job, result: Any, seconds: float) -> dict[str, Any]:
         }
         for leaf in result.leaves
     ]
-    inside = getattr(result, "inside", None)
     return {
         "job": job.to_json(),
         "verdict": result.verdict.value,
@@ -129,17 +128,9 @@ def _record(job: Job, result: Any, seconds: float) -> dict[str, Any]:
         "seconds": round(seconds, 2),
         "stage_seconds": dict(result.stage_seconds or {}),
         "leaves": leaves,
-        "inside": _plain(inside),
+        "inside": result.to_json().get("inside"),
         "yardsticks": _yardsticks(job, result),
     }
-
-
-def _plain(value: Any) -> Any:
-    if value is None:
-        return None
-    from engine.result import _to_jsonable
-
-    return _to_jsonable(value)
 
 
 def _yardsticks(job: Job, result: Any) -> dict[str, Any]:
