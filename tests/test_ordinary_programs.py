@@ -83,8 +83,11 @@ def test_where_compiled_agrees_with_float64_and_eager_does_not_it_is_eager_inacc
     assert "the float64 reference agrees with compiled at" in indices.explanation
 
 
-def test_bf16_arange_is_not_called_a_compile_bug(check) -> None:
-    # compiled exact where eager is not in 960 elements, the reverse in 224: the direction test once fired on the 224
+def test_bf16_arange_s_output_is_not_called_a_compile_bug(check) -> None:
+    # compiled exact where eager is not in 960 elements, the reverse in 224: the direction test once fired on the 224.
+    # The leaf is judged here; the inside stage judges compiled's buffer against the graph Inductor received
+    # (iota, then an int64 -> bf16 conversion that eager rounds exactly and compiled's vectorised iota does not, in
+    # 434 elements), which is a different claim: see docs/oracle.md
     source = "import torch\n\n\ndef fn():\n    return torch.arange(0, 10000, dtype=torch.bfloat16)\n\n\ninputs = ()\n"
-    result = check(source)
-    assert result.verdict is not Verdict.DIVERGENT and result.verdict.exit_code == 0, result.explanation
+    leaf = check(source, inside=False).leaf("out")
+    assert leaf.verdict is not Verdict.DIVERGENT and leaf.nearer is not Nearer.EAGER, leaf.explanation

@@ -554,7 +554,12 @@ def _judge_node(
         return None, None
     if e.shape != c.shape:
         c = c.reshape(e.shape)
-    r = r if isinstance(r, torch.Tensor) and r.shape == e.shape and r.is_floating_point() else None
+    # an integer buffer (indices, buckets) keeps its float64 run's value: it says which side is right, as a leaf's does
+    r = (
+        r
+        if isinstance(r, torch.Tensor) and r.shape == e.shape and (r.is_floating_point() or r.dtype == e.dtype)
+        else None
+    )
     twin = twin if isinstance(twin, torch.Tensor) and r is not None and twin.shape == e.shape else None
     own = e
     if twin is not None and e.dtype in (torch.bfloat16, torch.float16) and not graph.emulated:
