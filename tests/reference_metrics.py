@@ -197,19 +197,25 @@ def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tenso
     lean = max(abs(2 * n_up - n1), abs(2 * n_away - n1)) / n1 if n1 else 0.0
     one_sided = n1 >= elements.N_MIN and n1 >= elements.ONE_SIDED * n2
     n_worse, n_better = int(worse.sum()), int(better.sum())
+
+    def ratio(favoured: float, other: float) -> float:  # the effect's margin: favoured side over the other
+        return favoured / other if other else (math.inf if favoured else 0.0)
+
     tests = [
-        Test("exactness", hoeffding(per_block(k1) - per_block(k2)), 1, one_sided),
+        Test("exactness", hoeffding(per_block(k1) - per_block(k2)), 1, one_sided, ratio(n1, n2)),
         Test(
             "distance",
             hoeffding(per_block(worse) - per_block(better)),
             1,
             n_worse >= elements.N_MIN and n_worse >= elements.ONE_SIDED * n_better,
+            ratio(n_worse, n_better),
         ),
         Test(
             "direction",
             min(hoeffding(up), hoeffding(-up), hoeffding(away), hoeffding(-away)),
             4,
             one_sided and lean >= elements.DIRECTION_SHARE,
+            ratio(n1, n2),
         ),
     ]
     column = None
@@ -223,13 +229,14 @@ def element_counts(eager: torch.Tensor, compiled: torch.Tensor, ref: torch.Tenso
             x >= elements.N_MIN and x >= elements.ONE_SIDED * y and x * n2 >= elements.ONE_SIDED * y * n1
             for x, y in pairs
         ]
-        with_effect = [t for t, ok in zip(tails, effect, strict=True) if ok]
+        best = min(range(last), key=lambda j: (not effect[j], tails[j]))
+        odds = ratio(pairs[best][0], pairs[best][1])
+        leaf_odds = n1 / max(n2, 1)
         tests.append(
-            Test("column", min(with_effect), last, True) if with_effect else Test("column", min(tails), last, False)
+            Test("column", tails[best], last, effect[best], min(odds, odds / leaf_odds if leaf_odds else math.inf))
         )
         if n1:
-            i = min(range(last), key=lambda j: (not effect[j], tails[j]))
-            column = elements.Column(i, eager.numel() // last, int(a[i]), int(b[i]))
+            column = elements.Column(best, eager.numel() // last, int(a[best]), int(b[best]))
     k1_steps = steps[k1]
     return elements.ElementCounts(
         dtype=str(eager.dtype).removeprefix("torch."),
