@@ -11,10 +11,11 @@ any noise floor scaled by the value's largest magnitude. What tells such a fault
 - one index of the last dimension much richer in k1 than the rest (column).
 
 A **tie** counts for neither side: an element whose reference lies within the computation's own fp32 error of a
-rounding midpoint of the dtype, where either side's fp32 value may round either way. The width comes from the
-arithmetic: `TieBand` holds the float32 twin of the reference (engine/child/opmath.py: the same program with
-every op computed in float32), and a value's band is TIE_FACTOR times the largest |twin - r| over the values of
-its binade, plus TIE_FLOOR_ULPS fp32 ULPs of r. Without a twin the band is the floor alone.
+rounding midpoint of the dtype, where either side's fp32 value may round either way; and where the float32 twin
+measured that error to be steps wide, an element where both sides lie within it of the reference plus half a step.
+The width comes from the arithmetic: `TieBand` holds the float32 twin of the reference (engine/child/opmath.py: the
+same program with every op computed in float32), and a value's band is TIE_FACTOR times the largest |twin - r| over
+the values of its binade, plus TIE_FLOOR_ULPS fp32 ULPs of r. Without a twin the band is the floor alone.
 
 Every test is a **sign-flip test over blocks**: under the null that eager and compiled are exchangeable, swapping
 the two sides inside a block (a row, or a tile of a short leaf) flips the sign of that block's count, so
@@ -121,7 +122,11 @@ class TieBand:
 
     def width(self, r: torch.Tensor) -> torch.Tensor:
         scale = torch.clamp(r.abs(), min=self.rms)
-        return torch.maximum(TIE_FACTOR * self.errors[binade(r)], TIE_FLOOR_ULPS * fp32_ulp(scale))
+        return torch.maximum(self.measured(r), TIE_FLOOR_ULPS * fp32_ulp(scale))
+
+    def measured(self, r: torch.Tensor) -> torch.Tensor:
+        """The part of the band the float32 twin measured (zero without a twin)."""
+        return TIE_FACTOR * self.errors[binade(r)]
 
 
 def floor_width(r: torch.Tensor) -> torch.Tensor:
@@ -311,7 +316,14 @@ class Tally:
         error_c, error_e = torch.where(usable, (c - r).abs(), 0.0), torch.where(usable, (e - r).abs(), 0.0)
         # r within the band of a rounding midpoint, and neither side further than the neighbour beyond it: a value two
         # steps off did not land there by rounding a nearly right float32 value
-        tie_exact = ((q / 2 - (r - exact).abs()) <= width) & ((e - exact).abs() <= q) & ((c - exact).abs() <= q)
+        adjacent = ((e - exact).abs() <= q) & ((c - exact).abs() <= q)
+        tie_exact = ((q / 2 - (r - exact).abs()) <= width) & adjacent
+        if self.band is not None and self.band.twin:
+            # where the float32 twin measured the computation erring by steps (a cancellation: 1 + erf(x / sqrt 2) in
+            # gelu's tail), a side within that error of r plus half a step may be a float32 value that errs no more
+            # than the computation does, rounded once: the floor's guessed scale is not enough to reach that far
+            reach = self.band.measured(r) + q / 2
+            tie_exact |= (error_e <= reach) & (error_c <= reach)
         e_exact, c_exact = (e == exact) & usable, (c == exact) & usable
         one_exact = e_exact ^ c_exact
         k1 = e_exact & ~c_exact & ~tie_exact
