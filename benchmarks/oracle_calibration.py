@@ -98,6 +98,8 @@ def run(
 
 
 def _record(job: Job, result: Any, seconds: float) -> dict[str, Any]:
+    from engine import records
+
     leaves = [
         {
             "name": leaf.name,
@@ -128,7 +130,7 @@ def _record(job: Job, result: Any, seconds: float) -> dict[str, Any]:
         "seconds": round(seconds, 2),
         "stage_seconds": dict(result.stage_seconds or {}),
         "leaves": leaves,
-        "inside": result.to_json().get("inside"),
+        "inside": records.to_json(result).get("inside"),
         "yardsticks": _yardsticks(job, result),
     }
 
@@ -358,8 +360,11 @@ def _cost(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def docs_section(label: str, before: str | None, cost_file: Path | None, cost_engines: str) -> str:
-    """docs/figures/oracle.md's generated section: both parts, the issue's false alarms, the cost."""
+def docs_section(
+    label: str, before: str | None, cost_file: Path | None, cost_engines: str, calibration: str | None = None
+) -> str:
+    """docs/figures/oracle.md's generated section: both parts, the issue's false alarms, the cost. `calibration`: the
+    label of the calibration part's run, where it is not `label`'s."""
     import torch
 
     lines = [
@@ -374,7 +379,9 @@ def docs_section(label: str, before: str | None, cost_file: Path | None, cost_en
         report("evaluation", label, before),
         "### Calibration part (what the thresholds and margins were read on)",
         "",
-        report("calibration", label, before),
+        f"Run `{calibration or label}`.",
+        "",
+        report("calibration", calibration or label, before),
         _issue_alarms(label, before),
     ]
     if cost_file is not None and cost_file.exists():
@@ -491,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--before", help="the label of the engine before, checked on the same jobs")
     p.add_argument("--cost", type=Path, help="the cost file of `cost`, with --cost-engines BASE,NEW")
     p.add_argument("--cost-engines", default="base,new")
+    p.add_argument("--calibration-label", help="the calibration part's run, where it is not --label's")
     p.add_argument("--write-docs", action="store_true", help="write docs/figures/oracle.md's generated section")
     c = sub.add_parser("cost", help="time each engine's check of the same jobs, alternating")
     c.add_argument("--engines", required=True, help="name=tree,name=tree (a tree: a checkout of the repository)")
@@ -525,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_docs:
         if not args.final:
             parser.error("--write-docs writes the evaluation part's figures: it needs --final")
-        text = docs_section(args.label, args.before, args.cost, args.cost_engines)
+        text = docs_section(args.label, args.before, args.cost, args.cost_engines, args.calibration_label)
         from benchmarks.docs_pages import DOCS, write_section
 
         write_section(DOCS / "figures" / "oracle.md", "benchmarks/oracle_calibration.py", text)
