@@ -84,6 +84,19 @@ def test_a_one_op_script_is_the_op_its_literal_input_eager_compiled_and_python()
     assert script.expected == "Python"
 
 
+def test_a_0d_input_is_flattened_before_python_iterates_it() -> None:
+    """The minimizer shrinks inputs to `torch.tensor(1.0)`: its `.tolist()` is a float, which no list comprehension
+    iterates (every switch-less script of the floor-division body failed on it, so the body kept both switches)."""
+    for ndim, text in ((0, "torch.tensor(1.0)"), (1, "torch.tensor([1.0])"), (2, "torch.tensor([[1.0]])")):
+        written = Inputs((Literal(text, floating=True, numel=1, ndim=ndim),))
+        script = draft(FLOOR, _leaf(1), CheckOptions(), flags={}, inputs=written)
+        assert script is not None
+        expected = next(line for line in script.text.splitlines() if line.startswith("expected = "))
+        scope: dict[str, object] = {"t": __import__("torch").tensor(1.0).reshape((1,) * ndim)}
+        exec(expected, scope)  # noqa: S102  (the script's own line, on the input it names)
+        assert scope["expected"] == [9.0], (ndim, expected)
+
+
 def test_switches_are_written_only_when_asked_and_a_seed_only_before_a_draw() -> None:
     script = draft(FLOOR, _leaf(1), CheckOptions(inductor_config=FLAGS))
     assert script is not None

@@ -83,7 +83,8 @@ def test_an_attention_model_and_an_index_put_flip_model_shrink_through_the_graph
         use_shrinkray=False,
         ablation=False,
     )
-    assert result.initial.lines > 90 and result.final.lines <= 12, result.minimized
+    # Size counts lines of code: 99 of patch_classifier's 126 lines in the file, 80 of symmetric_memory_bank's 106
+    assert result.initial.lines >= 80 and result.final.lines <= 12, result.minimized
     assert "class " not in result.minimized  # the graph rewrite was taken
     refused = [r for r in result.refusals if r.pass_name == "graph_rewrite" and r.outcome is not Outcome.NOT_DIVERGENT]
     assert not refused, [r.describe() for r in refused]  # a cut refused for anything but not diverging
