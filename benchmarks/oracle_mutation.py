@@ -121,7 +121,7 @@ STRUCTURAL = ("zero sign flip", "one NaN", "stride change", "input silently muta
 ORACLES = ("default verdict", "--strict", "assert_close", "same(fp64_ref)")
 
 
-class Case:
+class LoadedCase:
     """A sample case loaded in this process: its program, compiled once, and its inputs."""
 
     def __init__(self, slug: str, source: str, filename: str) -> None:
@@ -145,7 +145,7 @@ class Case:
         return ref_fn(*map_tensors(casting.clone_tree(self.args), casting.to_fp64_tensor))
 
 
-class CorpusCase(Case):
+class CorpusCase(LoadedCase):
     """A program of benchmarks/oracle_corpus.py, with the same interface."""
 
     def __init__(self, program: Any) -> None:  # oracle_corpus.Program
@@ -170,13 +170,21 @@ def _replace_leaf(out: Any, target: torch.Tensor, new: torch.Tensor) -> Any:
 WITNESS_COST: list[tuple[str, float, int]] = []  # (case, seconds in the faithful-reference stage, compiles there)
 
 
-def _ours(case: Case, compiled_fn: Callable[..., Any], strict: bool) -> bool:
+def _ours(case: LoadedCase, compiled_fn: Callable[..., Any], strict: bool) -> bool:
     stages: list[tuple[str, float, int]] = []
 
     def emit(stage: str) -> None:
         stages.append((stage, time.perf_counter(), _compiles()))
 
-    settings = CallSettings(strict, 2.0, 32.0, False, True, 1 << 24, emit)
+    settings = CallSettings(
+        strict=strict,
+        factor=2.0,
+        noise_ulps=32.0,
+        backward=False,
+        fp64_reference=True,
+        max_stored_elements=1 << 24,
+        emit=emit,
+    )
     outcome, _ = compare_call(case.program.fn, compiled_fn, casting.clone_tree(case.args), {}, 0, settings)
     stages.append(("end", time.perf_counter(), _compiles()))
     for (stage, t, n), (_, t_next, n_next) in zip(stages, stages[1:]):
@@ -208,7 +216,7 @@ def _same(eager: Any, compiled: Any, ref: Any) -> bool:
         return True
 
 
-def judge_all(case: Case, eager: Any, compiled_out: Any, ref: Any, mutate_input: bool = False) -> dict[str, bool]:
+def judge_all(case: LoadedCase, eager: Any, compiled_out: Any, ref: Any, mutate_input: bool = False) -> dict[str, bool]:
     """Which oracles flag `compiled_out` (returned by a fake compiled callable) as wrong."""
 
     def fake(*args: Any) -> Any:
@@ -272,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         if detect_style(source, str(sample.path)) is SnippetStyle.REPRO:
             continue
         try:
-            case = Case(sample.slug, source, str(sample.path))
+            case = LoadedCase(sample.slug, source, str(sample.path))
             eager, _ = case.run(case.program.fn)
             compiled, _ = case.run(case.compiled)
             ref = case.reference()
@@ -502,7 +510,15 @@ def _judge_family_case(
     case: Any, compiled: Callable[..., Any], args: tuple[Any, ...], seed: int
 ) -> tuple[dict[str, bool], str]:
     """Each oracle's call on one run of a program (ours on every leaf and on the final output alone)."""
-    settings = CallSettings(False, 2.0, 32.0, False, True, 1 << 24, lambda stage: None)
+    settings = CallSettings(
+        strict=False,
+        factor=2.0,
+        noise_ulps=32.0,
+        backward=False,
+        fp64_reference=True,
+        max_stored_elements=1 << 24,
+        emit=lambda stage: None,
+    )
     outcome, _ = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, settings)
     for name, stored in outcome.arrays.items():  # the element statistics of every low-precision leaf, for the margins
         ops = stored.operands
@@ -515,7 +531,15 @@ def _judge_family_case(
         casting.clone_tree(args),
         {},
         seed,
-        CallSettings(True, 2.0, 32.0, False, True, 1 << 24, lambda stage: None),
+        CallSettings(
+            strict=True,
+            factor=2.0,
+            noise_ulps=32.0,
+            backward=False,
+            fp64_reference=True,
+            max_stored_elements=1 << 24,
+            emit=lambda stage: None,
+        ),
     )[0]
     divergent = [l for l in outcome.leaves if l.verdict is Verdict.DIVERGENT]
     final = next((l for l in outcome.leaves if l.name in ("out", "out[0]")), None)

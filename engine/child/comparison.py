@@ -29,7 +29,7 @@ from engine.judge.verdicts import ErrorKind, Verdict
 from engine.result import LeafResult, ScalarRounding
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CallSettings:
     """What every compared call of one check shares."""
 

@@ -86,14 +86,14 @@ class Run:
     def settings(self) -> CallSettings:
         o = self.options
         settings = CallSettings(
-            o.strict,
-            o.benign_factor,
-            o.noise_ulps,
-            o.backward,
-            o.fp64_reference,
-            o.max_stored_elements,
-            self.emit,
-            self.notes,
+            strict=o.strict,
+            factor=o.benign_factor,
+            noise_ulps=o.noise_ulps,
+            backward=o.backward,
+            fp64_reference=o.fp64_reference,
+            max_stored_elements=o.max_stored_elements,
+            emit=self.emit,
+            notes=self.notes,
         )
         settings.compiled_failure = self.compiled_failure
         return settings
