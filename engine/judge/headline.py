@@ -74,7 +74,9 @@ _STRUCTURE = {
 _ERROR_NEXT = {
     ErrorKind.SNIPPET: "fix the program so that it loads and defines what the message asks for",
     ErrorKind.EAGER: "the program fails without compiling too; fix it first",
-    ErrorKind.COMPILE: "torch.compile fails where eager runs: read the traceback; a compiler error on valid code is worth reporting",
+    ErrorKind.COMPILE: (
+        "torch.compile fails where eager runs: read the traceback; a compiler error on valid code is worth reporting"
+    ),
     ErrorKind.CRASH: "the process died (a crash in compiled or native code): run it again, and report it if it repeats",
     ErrorKind.TIMEOUT: "allow more time (--timeout) or use smaller inputs",
     ErrorKind.MEMORY: "allow more memory (--memory-mb) or use smaller inputs",
@@ -125,9 +127,9 @@ def _headline(
             f"the check could not compare eager with compiled ({kind.value} error)",
             _ERROR_NEXT.get(kind, _ERROR_NEXT[ErrorKind.INTERNAL]),
         )
-    total = sum(l.numel for l in leaves)
+    total = sum(leaf.numel for leaf in leaves)
     if verdict is Verdict.MATCH:
-        unwritten = sum(l.unwritten for l in leaves)
+        unwritten = sum(leaf.unwritten for leaf in leaves)
         if unwritten:  # not "all bit-identical": nobody defines those values
             defined = (
                 f"{total - unwritten:,} values are bit-identical to eager's, and {unwritten:,}"
@@ -135,14 +137,15 @@ def _headline(
                 else f"all {total:,} values"
             )
             return Headline(
-                f"compile changed nothing that the program defines: {defined} are uninitialized memory (never written), which no run defines",
+                f"compile changed nothing that the program defines: {defined} are uninitialized memory (never written),"
+                " which no run defines",
                 "nothing to do; write the memory (zeros, fill_) if those values are meant to be read",
             )
         return Headline(
             f"compile changed nothing: all {total:,} values are bit-identical to eager's",
             "nothing to do (Probes try other inputs and layouts)",
         )
-    these = [l for l in leaves if l.verdict is verdict]
+    these = [leaf for leaf in leaves if leaf.verdict is verdict]
     changed = _changed(these)
     if verdict is Verdict.BENIGN:
         further = _further(these)
@@ -157,7 +160,8 @@ def _headline(
         )
     if verdict is Verdict.PRECISION_CAST:
         return Headline(
-            f"{changed}, only because compiled code kept bf16/fp16 intermediates in float32 where eager rounds them (documented)",
+            f"{changed}, only because compiled code kept bf16/fp16 intermediates in float32 where eager rounds them"
+            " (documented)",
             "nothing to fix; set emulate_precision_casts=True where you need eager's exact bits",
         )
     if verdict is Verdict.RNG:
@@ -170,29 +174,31 @@ def _headline(
             f"{changed}; eager's kernel is less accurate here; compiled is nearer the exact value",
             "nothing to fix in compile; if eager's error matters, it is eager's kernel to report",
         )
-    structural = [s for l in these for s in l.symptoms if s.structural]
+    structural = [s for leaf in these for s in leaf.symptoms if s.structural]
     if structural:
         what = _STRUCTURE.get(structural[0], "the structure of the result")
-        names = ", ".join(l.name for l in these[:3]) + (f" and {len(these) - 3} more" if len(these) > 3 else "")
+        names = ", ".join(leaf.name for leaf in these[:3]) + (f" and {len(these) - 3} more" if len(these) > 3 else "")
         return Headline(f"compile changed {what} in {names}", "Localize, then Minimize")
     return Headline(f"{changed}; {_who_is_right(these)}", "Localize, then Minimize")
 
 
 def _changed(leaves: Sequence[LeafFigures]) -> str:
-    mismatches = sum(l.mismatches for l in leaves)
-    numel = sum(l.numel for l in leaves)
-    largest = max((l.max_abs for l in leaves), default=0.0)
+    mismatches = sum(leaf.mismatches for leaf in leaves)
+    numel = sum(leaf.numel for leaf in leaves)
+    largest = max((leaf.max_abs for leaf in leaves), default=0.0)
     return f"compile changed {mismatches:,} of {numel:,} values by up to {largest:.2g}"
 
 
 def _who_is_right(leaves: Sequence[LeafFigures]) -> str:
-    judged = [l for l in leaves if l.eager_ref_max is not None and l.compiled_ref_max is not None]
+    judged = [leaf for leaf in leaves if leaf.eager_ref_max is not None and leaf.compiled_ref_max is not None]
     if not judged:
         return "there is no float64 answer to compare with, and the change is beyond torch.testing's tolerances"
-    eager = max(l.eager_ref_max or 0.0 for l in judged)
-    compiled = max(l.compiled_ref_max or 0.0 for l in judged)
+    eager = max(leaf.eager_ref_max or 0.0 for leaf in judged)
+    compiled = max(leaf.compiled_ref_max or 0.0 for leaf in judged)
     reference = (
-        "float64 (run with eager's own roundings)" if any(l.witness is Witness.FAITHFUL for l in judged) else "float64"
+        "float64 (run with eager's own roundings)"
+        if any(leaf.witness is Witness.FAITHFUL for leaf in judged)
+        else "float64"
     )
     if compiled > 2 * eager:
         return f"eager agrees with {reference}, compiled does not"

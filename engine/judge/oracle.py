@@ -272,7 +272,7 @@ def significant_strides(t: Any) -> tuple[int, ...]:
     """Strides that matter: those of dimensions longer than one (torch is free to choose the rest)."""
     if t.numel() <= 1:
         return ()
-    return tuple(s for n, s in zip(t.shape, t.stride()) if n > 1)
+    return tuple(s for n, s in zip(t.shape, t.stride(), strict=True) if n > 1)
 
 
 def judge_structure(symptoms: tuple[Symptom, ...], detail: str) -> Judgement:

@@ -124,7 +124,7 @@ class Summarizer:
         if block == (1, 1) or rows * cols >= 1 << _POSITION_BITS:  # small: the app draws every element itself
             return
         strides = self.ops.eager.stride()
-        offset = sum(int(i) * s for d, (i, s) in enumerate(zip(index, strides)) if d < rank - 2)
+        offset = sum(int(i) * s for d, (i, s) in enumerate(zip(index, strides, strict=False)) if d < rank - 2)
         self.pool = _Pool(offset, rows, cols, block)
         gh, gw = self.pool.grid
         self.keys = {
@@ -219,8 +219,8 @@ class Summarizer:
         """The summary as named arrays (what engine.arrays stores beside the leaf)."""
         out: dict[str, np.ndarray] = {
             "shape": np.array(self.shape, dtype=np.int64),  # as compared: complex leaves as (..., 2) real pairs
-            "histogram": np.concatenate([[metrics.numel - metrics.mismatches, self.nonfinite], self.bins]).astype(
-                np.int64
+            "histogram": (
+                np.concatenate([[metrics.numel - metrics.mismatches, self.nonfinite], self.bins]).astype(np.int64)
             ),
         }
         for m, (v, p) in self.worst.items():

@@ -38,8 +38,8 @@ class FaithfulReference:
             return f"against {name}, "
         assert self.plain_eager_max is not None
         return (
-            f"the plain fp64 reference does not model this program: eager is {self.plain_eager_max:.3g} from it at worst "
-            f"but {eager_ref_max:.3g} from {name}; against the latter, "
+            f"the plain fp64 reference does not model this program: eager is {self.plain_eager_max:.3g} from it at"
+            f" worst but {eager_ref_max:.3g} from {name}; against the latter, "
         )
 
 
