@@ -98,13 +98,14 @@ def draft(
     if body:
         lines += ["", ast.unparse(ast.Module(body=body, type_ignores=[])), ""]
     drawn = [e for i, e in enumerate(expressions) if not (i < len(literals) and literals[i].text is not None)]
+    written = {n for i, n in enumerate(names) if i < len(literals) and literals[i].text is not None}
+    # every input written out: the statements that made them are dead; else only those that made a written one
+    setup = _live_setup(setup, drawn, written) if drawn else []
     if not _draws(body) and _draws([*setup, *(ast.Expr(e) for e in drawn)]):
         lines.append(seed)
     if style is SnippetStyle.KERNELBENCH:
         lines.append('fn = Model(*(get_init_inputs() if "get_init_inputs" in globals() else ()))')
-    written = [i < len(literals) and literals[i].text is not None for i in range(len(expressions))]
-    if not all(written):  # every input written out: the statements that made them are dead
-        lines += [ast.unparse(s) for s in setup]
+    lines += [ast.unparse(s) for s in setup]
     lines += _assignments(names, expressions, literals, options)
     lines += _runs(tree, params, names, options, target, seed if random_calls else None)
     small = leaf.numel <= SMALL
@@ -306,6 +307,23 @@ _DETERMINISTIC = frozenset(
         "eval",
     }
 )
+
+
+def _live_setup(setup: list[ast.stmt], drawn: list[ast.expr], written: set[str]) -> list[ast.stmt]:
+    """inputs()'s statements a script still needs: one that only makes an input written out as a literal below is
+    dead (the literal assignment would follow it and say the same twice), unless another statement or an input's
+    expression reads what it binds."""
+
+    def reads(nodes: list[ast.AST]) -> set[str]:
+        return {n.id for x in nodes for n in ast.walk(x) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    kept = list(setup)
+    for stmt in setup:
+        bound = _binds(stmt)
+        others = [s for s in kept if s is not stmt]
+        if bound and bound <= written and not bound & reads([*others, *drawn]):
+            kept = others
+    return kept
 
 
 def _draws(statements: list[ast.stmt]) -> bool:

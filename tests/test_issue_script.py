@@ -129,3 +129,18 @@ def test_a_mutated_input_is_cloned_for_each_side_and_nothing_else_is() -> None:
     assert "fn(eager, idx, v)" in script.text and "torch.compile(fn)(compiled, idx, v)" in script.text
     for harness in ("def run(", "ARGS", "deepcopy", "Float64Sequences"):
         assert harness not in script.text
+
+
+def test_an_input_written_out_is_made_once_and_the_others_as_the_program_made_them() -> None:
+    """inputs() made `a` and a drawn `c`; `a` is written out as a literal: the script used to make `a` twice (the
+    program's statement, then the literal), which a maintainer reads as a mistake."""
+    program = (
+        "import torch\n\ndef fn(a, c):\n    return a // 0.1, c + 1\n\n"
+        "def inputs():\n    a = torch.tensor([1.0, 0.5])\n    c = torch.randn(4, 8)\n    return a, c\n"
+    )
+    written = Inputs((Literal("torch.tensor([1.0, 0.5])", floating=True, numel=2, ndim=1), Literal(None, True, 32, 2)))
+    script = draft(program, _leaf(2), CheckOptions(), flags={}, inputs=written)
+    assert script is not None
+    lines = script.text.splitlines()
+    assert [line for line in lines if line.startswith("a = ")] == ["a = torch.tensor([1.0, 0.5])"]
+    assert lines.index("torch.manual_seed(0)") < lines.index("c = torch.randn(4, 8)"), script.text
