@@ -44,6 +44,19 @@ from engine.snippet import SnippetStyle, detect_style, execute, program_from_nam
 Fault = Callable[[torch.Tensor, torch.Tensor], "torch.Tensor | None"]  # (compiled, eager) -> faulty compiled, None: n/a
 
 
+def _settings(strict: bool, emit: Callable[[str], None] = lambda stage: None) -> CallSettings:
+    """The check's default judging (factor 2, 32 ULPs, an fp64 reference, no gradients), strict or not."""
+    return CallSettings(
+        strict=strict,
+        factor=2.0,
+        noise_ulps=32.0,
+        backward=False,
+        fp64_reference=True,
+        max_stored_elements=1 << 24,
+        emit=emit,
+    )
+
+
 def _ulp(c: torch.Tensor, e: torch.Tensor) -> torch.Tensor | None:
     flat = c.clone().reshape(-1)
     ok = torch.isfinite(flat).nonzero()
@@ -176,15 +189,7 @@ def _ours(case: LoadedCase, compiled_fn: Callable[..., Any], strict: bool) -> bo
     def emit(stage: str) -> None:
         stages.append((stage, time.perf_counter(), _compiles()))
 
-    settings = CallSettings(
-        strict=strict,
-        factor=2.0,
-        noise_ulps=32.0,
-        backward=False,
-        fp64_reference=True,
-        max_stored_elements=1 << 24,
-        emit=emit,
-    )
+    settings = _settings(strict, emit)
     outcome, _ = compare_call(case.program.fn, compiled_fn, casting.clone_tree(case.args), {}, 0, settings)
     stages.append(("end", time.perf_counter(), _compiles()))
     for (stage, t, n), (_, t_next, n_next) in zip(stages, stages[1:]):
@@ -510,15 +515,7 @@ def _judge_family_case(
     case: Any, compiled: Callable[..., Any], args: tuple[Any, ...], seed: int
 ) -> tuple[dict[str, bool], str]:
     """Each oracle's call on one run of a program (ours on every leaf and on the final output alone)."""
-    settings = CallSettings(
-        strict=False,
-        factor=2.0,
-        noise_ulps=32.0,
-        backward=False,
-        fp64_reference=True,
-        max_stored_elements=1 << 24,
-        emit=lambda stage: None,
-    )
+    settings = _settings(False)
     outcome, _ = compare_call(case.fn, compiled, casting.clone_tree(args), {}, seed, settings)
     for name, stored in outcome.arrays.items():  # the element statistics of every low-precision leaf, for the margins
         ops = stored.operands
@@ -531,15 +528,7 @@ def _judge_family_case(
         casting.clone_tree(args),
         {},
         seed,
-        CallSettings(
-            strict=True,
-            factor=2.0,
-            noise_ulps=32.0,
-            backward=False,
-            fp64_reference=True,
-            max_stored_elements=1 << 24,
-            emit=lambda stage: None,
-        ),
+        _settings(True),
     )[0]
     divergent = [l for l in outcome.leaves if l.verdict is Verdict.DIVERGENT]
     final = next((l for l in outcome.leaves if l.name in ("out", "out[0]")), None)
