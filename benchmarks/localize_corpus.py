@@ -4,6 +4,7 @@
     python benchmarks/localize_corpus.py --only delay_line,probit_flow
     python benchmarks/localize_corpus.py --rescore       # no runs: the conclusion again from the stored steps
     python benchmarks/localize_corpus.py --part fresh    # the part written after the rules last changed
+    python benchmarks/localize_corpus.py --part fresh2   # mutation/view bugs, written before the session-3 changes
 
 Each program of benchmarks/localize_corpus/ (listed with its upstream issue, the op names that are the bug's own
 and a piece of its line in corpus.toml) is checked, then localized with all three steps; the stored steps are kept
@@ -32,7 +33,12 @@ from engine.localization.conclusion import Conclusion, conclude  # noqa: E402
 from engine.localization.sites import base_name  # noqa: E402
 
 CORPUS = ROOT / "benchmarks" / "localize_corpus"
-PARTS = {"main": (CORPUS, CORPUS / "corpus.toml"), "fresh": (CORPUS / "fresh", CORPUS / "fresh.toml")}
+PARTS = {
+    "main": (CORPUS, CORPUS / "corpus.toml"),
+    "fresh": (CORPUS / "fresh", CORPUS / "fresh.toml"),
+    # mutation and view bugs new to the corpus, committed before the changes they evaluate (session 3)
+    "fresh2": (CORPUS / "fresh2", CORPUS / "fresh2.toml"),
+}
 
 
 @dataclass(frozen=True)
