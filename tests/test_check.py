@@ -138,6 +138,19 @@ def test_lost_input_mutation_is_divergent(check):
 
 
 @pytest.mark.slow
+def test_overlapping_windows_of_one_buffer_on_a_second_call_are_divergent(check):
+    """pytorch#139789: the graph compiled for separate inputs is reused for two overlapping views of one buffer. The
+    float64 reference must see the same aliasing as eager, or it sides with compiled and calls the bug benign."""
+    program = (
+        "import torch\n\ndef f(x, y):\n    x.mul_(2)\n    return x + y\n\n"
+        "step = torch.compile(f, backend='aot_eager')\nstep(torch.ones(4), torch.ones(4))\nring = torch.ones(8)\nout = step(ring[:4], ring[2:6])\n"
+    )
+    r = check(program)
+    assert r.verdict is Verdict.DIVERGENT, r.explanation
+    assert r.leaf("call1: out").verdict is Verdict.DIVERGENT and r.leaf("call0: out").verdict is Verdict.MATCH
+
+
+@pytest.mark.slow
 def test_buffers_updated_by_the_call_are_compared(check):
     r = check("batchnorm_train")
     names = {leaf.name for leaf in r.leaves if leaf.kind is LeafKind.STATE}

@@ -115,3 +115,16 @@ def test_sequence_factories_compute_in_float64_in_the_reference():
     assert seq.dtype == torch.float64 and seq[4113].item() == 4113.0
     assert spaced.dtype == torch.float64 and counted.dtype == torch.int64
     assert torch.arange(0, 10000, dtype=torch.bfloat16)[4113].item() != 4113.0  # outside the mode: bf16 as asked
+
+
+def test_inputs_that_are_views_of_one_storage_stay_views_of_one_float64_storage():
+    ring = torch.ones(8)
+    state, window, apart = casting.fp64_tree((ring[:4], ring[2:6], torch.ones(3)))[:3]
+    assert state.dtype == window.dtype == torch.float64
+    state.mul_(2)  # the write through one window is seen through the other, as in eager (pytorch#139789)
+    assert window.tolist() == [2.0, 2.0, 1.0, 1.0] and ring.tolist() == [1.0] * 8
+    assert (state.stride(), window.storage_offset()) == ((1,), 2) and apart.untyped_storage() is not None
+    assert apart.untyped_storage().data_ptr() != state.untyped_storage().data_ptr()
+    odd = torch.arange(10.0)[::2]  # a strided input keeps its strides over its storage
+    (wide,) = casting.fp64_tree((odd,))
+    assert (wide.stride(), wide.tolist()) == ((2,), [0.0, 2.0, 4.0, 6.0, 8.0])

@@ -126,23 +126,38 @@ def module_state(modules: list[tuple[str, torch.nn.Module]]) -> dict[str, torch.
 def clone_tree(value: Any) -> Any:
     """Deep-clone every tensor, keeping sizes, strides, storage offsets and aliasing between inputs; objects
     that hold tensors (a cache) are copied too (leaves.map_tensors)."""
-    storages: dict[tuple[str, int], torch.Tensor] = {}
+    return _storage_preserving(value, lambda flat: flat.clone(), keep_grad=True)
 
-    def clone(t: torch.Tensor) -> torch.Tensor:
+
+def fp64_tree(value: Any) -> Any:
+    """The inputs as the float64 reference gets them: floating tensors cast to float64 (integers widened as
+    to_fp64_tensor does), keeping sizes, strides, storage offsets and aliasing. Two arguments that are views of one
+    storage stay views of one float64 storage, so a write through one is seen through the other as in eager
+    (pytorch#139789's overlapping windows); cast one by one, each would be a copy of its own."""
+    return _storage_preserving(value, to_fp64_tensor, keep_grad=False)
+
+
+def _storage_preserving(value: Any, convert: Callable[[torch.Tensor], torch.Tensor], *, keep_grad: bool) -> Any:
+    """Every tensor through `convert`, applied once per storage (to the whole of it, flat), each tensor then the same
+    view of the converted storage. Where views of one storage differ in dtype (a dtype view) that cannot hold, and
+    the later one gets a storage of its own. `keep_grad`: a leaf that requires grad still does."""
+    storages: dict[tuple[str, int], tuple[torch.dtype, torch.Tensor]] = {}
+
+    def one(t: torch.Tensor) -> torch.Tensor:
         base = t.detach()
         if base.layout != torch.strided or base.is_sparse or base.numel() == 0:
-            return base.clone().requires_grad_(t.requires_grad and t.is_leaf)
+            return convert(base).requires_grad_(keep_grad and t.requires_grad and t.is_leaf)
         key = (str(base.device), base.untyped_storage().data_ptr())
-        flat = storages.get(key)
-        if flat is None or flat.dtype != base.dtype:
+        found = storages.get(key)
+        if found is None or found[0] != base.dtype:
             extent = base.untyped_storage().nbytes() // base.element_size()
             with torch.no_grad():
-                flat = torch.as_strided(base, (extent,), (1,), 0).clone()
-            storages[key] = flat
-        out = flat.as_strided(base.size(), base.stride(), base.storage_offset())
-        return out.requires_grad_(t.requires_grad) if t.is_leaf and t.requires_grad else out
+                found = (base.dtype, convert(torch.as_strided(base, (extent,), (1,), 0)))
+            storages[key] = found
+        out = found[1].as_strided(base.size(), base.stride(), base.storage_offset())
+        return out.requires_grad_() if keep_grad and t.is_leaf and t.requires_grad else out
 
-    return map_tensors(value, clone)
+    return map_tensors(value, one)
 
 
 def move(value: Any, device: str, dtype: torch.dtype | None) -> Any:

@@ -26,7 +26,6 @@ import torch
 from engine.child import casting, gradients
 from engine.child.faithful import ExactSequences
 from engine.child.fp64 import Fp64State
-from engine.child.leaves import map_tensors
 from engine.child.seeding import seed_everything
 from engine.child.state import StateGuard
 
@@ -124,7 +123,7 @@ def _cast_per_use(eager_fn: Callable[..., Any], pristine: Any, seed: int, state:
     shadowed = [t for name, t in live.items() if not isinstance(t, torch.nn.Parameter) or name in state.written]
     sources = {id(live[name]): state.guard.value_before(name) for name in state.compiled_after}
     upcast = Fp64State(parameters, shadowed, sources)
-    r_inputs = map_tensors(pristine, casting.to_fp64_tensor)
+    r_inputs = casting.fp64_tree(pristine)
     seed_everything(seed)
     with upcast, mode if mode is not None else contextlib.nullcontext():
         r_out = eager_fn(*r_inputs[0], **r_inputs[1])
@@ -140,7 +139,7 @@ def _on_a_copy(
         ref_fn = casting.fp64_program(eager_fn)
     finally:
         state.to_after()  # the compiled callable carries its own state into the next call
-    r_inputs = map_tensors(pristine, casting.to_fp64_tensor)
+    r_inputs = casting.fp64_tree(pristine)
     if backward:
         r_inputs = gradients.requiring_grad(r_inputs)
     seed_everything(seed)
