@@ -143,7 +143,8 @@ def test_overlapping_windows_of_one_buffer_on_a_second_call_are_divergent(check)
     float64 reference must see the same aliasing as eager, or it sides with compiled and calls the bug benign."""
     program = (
         "import torch\n\ndef f(x, y):\n    x.mul_(2)\n    return x + y\n\n"
-        "step = torch.compile(f, backend='aot_eager')\nstep(torch.ones(4), torch.ones(4))\nring = torch.ones(8)\nout = step(ring[:4], ring[2:6])\n"
+        "step = torch.compile(f, backend='aot_eager')\nstep(torch.ones(4), torch.ones(4))\n"
+        "ring = torch.ones(8)\nout = step(ring[:4], ring[2:6])\n"
     )
     r = check(program)
     assert r.verdict is Verdict.DIVERGENT, r.explanation
