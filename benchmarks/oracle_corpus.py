@@ -599,11 +599,22 @@ def one_ulp_cases() -> list[tuple[Case, Case]]:
     pairs = []
     for dt in LOW:
         s = _short(dt)
-        image = lambda dt=dt: (torch.rand(4, 3, 48, 48).to(dt),)
-        tokens = lambda dt=dt: (torch.randn(4, 64, 128).to(dt),)
-        events = lambda dt=dt: (torch.randn(4, 96, 4).to(dt), (torch.rand(4, 96) * 1.3).sort(-1).values.to(dt))
-        grid_events = lambda dt=dt: (torch.randn(4, 96, 4).to(dt), _grid_times().to(dt))
-        rows = lambda dt=dt: (torch.randn(256, 128).to(dt),)
+
+        def image(dt=dt):
+            return (torch.rand(4, 3, 48, 48).to(dt),)
+
+        def tokens(dt=dt):
+            return (torch.randn(4, 64, 128).to(dt),)
+
+        def events(dt=dt):
+            return (torch.randn(4, 96, 4).to(dt), (torch.rand(4, 96) * 1.3).sort(-1).values.to(dt))
+
+        def grid_events(dt=dt):
+            return (torch.randn(4, 96, 4).to(dt), _grid_times().to(dt))
+
+        def rows(dt=dt):
+            return (torch.randn(256, 128).to(dt),)
+
         pairs += [
             _pair(f"image (img - 0.45) / 0.226 -> conv net ({s})", "scalar", lambda: ImageNormalizer("sub"), dt, image),
             _pair(f"image img ** 2.2 -> conv net ({s})", "scalar", lambda: ImageNormalizer("pow"), dt, image),
@@ -685,7 +696,10 @@ def one_ulp_cases() -> list[tuple[Case, Case]]:
                 {"fallback_random": True},
             ),
         ]
-    tokens16 = lambda: (torch.randn(4, 64, 128).half(),)
+
+    def tokens16():
+        return (torch.randn(4, 64, 128).half(),)
+
     pairs += [
         _pair(
             "attention probabilities below fp16's normal range flushed to zero (fp16)",
@@ -707,7 +721,8 @@ def one_ulp_cases() -> list[tuple[Case, Case]]:
 
 
 class Outputs(nn.Module):
-    """A transformers model returning plain tensors (`return_dict=False`, no cache for a causal LM): its first output."""
+    """A transformers model returning plain tensors (`return_dict=False`, no cache for a causal LM): its first
+    output."""
 
     def __init__(self, model: nn.Module, **kwargs: Any) -> None:
         super().__init__()
@@ -724,7 +739,10 @@ def zoo_models() -> list[Case]:
         import transformers as T
     except ImportError:
         return []
-    ids = lambda: (torch.randint(0, 1000, (2, 128)),)
+
+    def ids():
+        return (torch.randint(0, 1000, (2, 128)),)
+
     configs = {
         "GPT-2": (
             lambda: T.GPT2LMHeadModel(T.GPT2Config(n_layer=2, n_embd=256, n_head=4, vocab_size=1000, n_positions=256)),
@@ -779,9 +797,12 @@ def zoo_models() -> list[Case]:
             cases.append(
                 Case(f"transformers {name} ({_short(dt)}, 2 layers, width 256)", "benign", model, model, make, "")
             )
+
     # at their real vocabularies a row of logits has 32,000-50,257 elements that share one hidden state: what
     # made the element rule's tests fire on honest GPT-2, Llama, T5 and Whisper checks before ONE_SIDED
-    vocab = lambda n: lambda: (torch.randint(0, n, (1, 128)),)
+    def vocab(n):
+        return lambda: (torch.randint(0, n, (1, 128)),)
+
     real = {
         "GPT-2": (
             lambda: T.GPT2LMHeadModel(T.GPT2Config(n_layer=2, n_embd=256, n_head=4, n_positions=256)),
@@ -819,7 +840,8 @@ def zoo_models() -> list[Case]:
 
 
 def realistic_benign_cases() -> list[Case]:
-    """Benign programs of realistic size in bf16/fp16 beyond the fp32 set: blocks, a conv net, reductions, a Llama block."""
+    """Benign programs of realistic size in bf16/fp16 beyond the fp32 set: blocks, a conv net, reductions, a Llama
+    block."""
     out = []
     for dt in LOW:
         s = _short(dt)
@@ -829,7 +851,10 @@ def realistic_benign_cases() -> list[Case]:
         ):
             module = _seeded(build, dt)
             out.append(Case(name, "benign", module, module, inputs, ""))
-        reductions = lambda x: (x.sum(-1), x.mean(-1), x.var(-1), torch.softmax(x, -1), F.layer_norm(x, (x.shape[-1],)))
+
+        def reductions(x):
+            return (x.sum(-1), x.mean(-1), x.var(-1), torch.softmax(x, -1), F.layer_norm(x, (x.shape[-1],)))
+
         out.append(
             Case(
                 f"sum, mean, var, softmax, layer_norm ({s}, 256x4096)",

@@ -21,6 +21,7 @@ Runs in this process (the sample cases are ours, not user code). Usage:
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from collections.abc import Callable
@@ -192,10 +193,10 @@ def _ours(case: LoadedCase, compiled_fn: Callable[..., Any], strict: bool) -> bo
     settings = _settings(strict, emit)
     outcome, _ = compare_call(case.program.fn, compiled_fn, casting.clone_tree(case.args), {}, 0, settings)
     stages.append(("end", time.perf_counter(), _compiles()))
-    for (stage, t, n), (_, t_next, n_next) in zip(stages, stages[1:]):
+    for (stage, t, n), (_, t_next, n_next) in itertools.pairwise(stages):
         if stage == "faithful reference" and not strict:
             WITNESS_COST.append((case.slug, t_next - t, n_next - n))
-    return worst([l.verdict for l in outcome.leaves]) is Verdict.DIVERGENT
+    return worst([leaf.verdict for leaf in outcome.leaves]) is Verdict.DIVERGENT
 
 
 def _compiles() -> int:
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             print(f"skip {sample.slug}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
             continue
-        baseline_divergent = _ours(case, lambda *a: compiled, strict=False)
+        baseline_divergent = _ours(case, lambda *_, out=compiled: out, strict=False)
         if sample.kind == "benign":
             benign_total += 1
             for oracle, flagged in judge_all(case, eager, compiled, ref).items():
@@ -407,8 +408,9 @@ def _corpus(width: int) -> None:
         seconds = [s for _, s, _ in WITNESS_COST]
         compiles = sum(c for _, _, c in WITNESS_COST)
         print(
-            f"\nfaithful reference (eager re-run under the trace + fp64 re-run), over {len(seconds)} checks with value drift: "
-            f"median {sorted(seconds)[len(seconds) // 2]:.3f} s, max {max(seconds):.3f} s ({max(WITNESS_COST, key=lambda w: w[1])[0]}), "
+            f"\nfaithful reference (eager re-run under the trace + fp64 re-run), over {len(seconds)} checks with value "
+            f"drift: median {sorted(seconds)[len(seconds) // 2]:.3f} s, max {max(seconds):.3f} s "
+            f"({max(WITNESS_COST, key=lambda w: w[1])[0]}), "
             f"{compiles} compile(s)"
         )
     print(f"corpus: {time.time() - started:.0f} s")
@@ -530,8 +532,8 @@ def _judge_family_case(
         seed,
         _settings(True),
     )[0]
-    divergent = [l for l in outcome.leaves if l.verdict is Verdict.DIVERGENT]
-    final = next((l for l in outcome.leaves if l.name in ("out", "out[0]")), None)
+    divergent = [leaf for leaf in outcome.leaves if leaf.verdict is Verdict.DIVERGENT]
+    final = next((leaf for leaf in outcome.leaves if leaf.name in ("out", "out[0]")), None)
     with torch.no_grad():
         seed_everything(seed)
         eager = case.fn(*casting.clone_tree(args))
@@ -545,16 +547,16 @@ def _judge_family_case(
     flagged = {
         "ours": bool(divergent),
         "ours, final output only": final is not None and final.verdict is Verdict.DIVERGENT,
-        "--strict": any(l.verdict is Verdict.DIVERGENT for l in strict.leaves),
+        "--strict": any(leaf.verdict is Verdict.DIVERGENT for leaf in strict.leaves),
         "assert_close": _assert_close(eager, got),
         "same(fp64_ref)": _same(eager, got, ref),
     }
     shown = (
-        [l for l in outcome.leaves if l.name == case.own]
+        [leaf for leaf in outcome.leaves if leaf.name == case.own]
         or divergent
-        or [l for l in outcome.leaves if l.mismatches][:1]
+        or [leaf for leaf in outcome.leaves if leaf.mismatches][:1]
     )
-    detail = "; ".join(f"{l.name} {l.verdict.value}: {l.explanation[:300]}" for l in shown)
+    detail = "; ".join(f"{leaf.name} {leaf.verdict.value}: {leaf.explanation[:300]}" for leaf in shown)
     return flagged, detail
 
 

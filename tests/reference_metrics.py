@@ -346,6 +346,16 @@ LEAF_FIGURES = (
 )
 
 
+def _stored_tensor(arrays: Any, leaf: Any, kind: str) -> torch.Tensor | None:
+    """One of a stored leaf's arrays as the tensor the check compared (None where it was not stored)."""
+    if kind not in arrays:
+        return None
+    t = torch.from_numpy(np.array(arrays[kind]))
+    if leaf.shape is not None and t.numel() == math.prod(leaf.shape):
+        t = t.reshape(leaf.shape)  # a 0-d leaf's values come back as one element
+    return t.to(torch.bfloat16) if leaf.dtype == "bfloat16" and kind != "ref" else t  # stored as float32
+
+
 def stored_figures_disagree(result: Any) -> list[str]:
     """Every figure of every stored leaf of a check that this implementation, run on the leaf's stored
     values, computes differently (RMS errors: beyond a relative 1e-12)."""
@@ -354,16 +364,8 @@ def stored_figures_disagree(result: Any) -> list[str]:
         arrays = result.load_arrays(leaf)
         if "eager" not in arrays:
             continue
-
-        def tensor(kind: str) -> torch.Tensor | None:
-            if kind not in arrays:
-                return None
-            t = torch.from_numpy(np.array(arrays[kind]))
-            if leaf.shape is not None and t.numel() == math.prod(leaf.shape):
-                t = t.reshape(leaf.shape)  # a 0-d leaf's values come back as one element
-            return t.to(torch.bfloat16) if leaf.dtype == "bfloat16" and kind != "ref" else t  # stored as float32
-
-        old, _ = compare_values(tensor("eager"), tensor("compiled"), tensor("ref"))  # type: ignore[arg-type]
+        eager, compiled, ref = (_stored_tensor(arrays, leaf, kind) for kind in ("eager", "compiled", "ref"))
+        old, _ = compare_values(eager, compiled, ref)  # type: ignore[arg-type]
         for name in LEAF_FIGURES:
             want, got = getattr(old, name), getattr(leaf, name)
             if name.endswith("_rms") and want is not None and got is not None:

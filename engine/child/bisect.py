@@ -27,7 +27,7 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     import torch._inductor.config as inductor_config
     from torch._inductor.compiler_bisector import CompilerBisector
 
-    targets = {l.name for l in result.leaves if l.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
+    targets = {leaf.name for leaf in result.leaves if leaf.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
     out = run_dir / BISECT_FILE
     if not targets:
         records.save(BisectReport("not-divergent", explanation=f"nothing to bisect: {result.verdict.value}"), out)
@@ -50,7 +50,7 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
             errors.append(str(exc)[:200])
             return False
         leaves = merge_outcomes(outcomes)[0]
-        return not any(l.name in targets and l.verdict is Verdict.DIVERGENT for l in leaves)
+        return not any(leaf.name in targets and leaf.verdict is Verdict.DIVERGENT for leaf in leaves)
 
     started = time.monotonic()
     # the bisector's state lives in this run's directory, never in the shared Inductor cache

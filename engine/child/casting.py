@@ -34,7 +34,7 @@ def reachable_modules(fn: Callable[..., Any]) -> list[tuple[str, torch.nn.Module
             value = glob.get(name)
             if isinstance(value, torch.nn.Module):
                 found.setdefault(id(value), (name, value))
-        for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or ()):
+        for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or (), strict=False):
             try:
                 value = cell.cell_contents
             except ValueError:  # an empty cell

@@ -218,15 +218,17 @@ def compare_call(
             )
         except Exception as exc:  # best-effort, like the plain reference: a program may refuse a dispatch mode
             settings.note(
-                f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the plain one"
+                f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the "
+                "plain one"
             )
         else:
             if faithful_ref is not None:
                 if mode.unmatched:
                     settings.note(
-                        f"the faithful fp64 reference could not replay eager's draw for {', '.join(sorted(set(mode.unmatched)))}"
+                        "the faithful fp64 reference could not replay eager's draw for "
+                        f"{', '.join(sorted(set(mode.unmatched)))}"
                     )
-                plain = {l.name: (l.eager_ref_rms, l.eager_ref_max) for l in builder.leaves}
+                plain = {leaf.name: (leaf.eager_ref_rms, leaf.eager_ref_max) for leaf in builder.leaves}
                 judged_by = (faithful_ref, trace.describe(), plain)
                 roundings = tuple(trace.roundings)
         if any(_drifts(leaf) and leaf.dtype in _LOW for leaf in builder.leaves):
@@ -302,7 +304,7 @@ def _inputs_changed(original: Any, copy: Any) -> bool:
     before, after = flatten(original, "in"), flatten(copy, "in")
     if [name for name, _ in before] != [name for name, _ in after]:
         return True
-    for (_, a), (_, b) in zip(before, after):
+    for (_, a), (_, b) in zip(before, after, strict=True):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
             if a.shape != b.shape or a.dtype != b.dtype or a.layout != b.layout:
                 return True

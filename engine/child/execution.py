@@ -172,7 +172,7 @@ def run_check(
     except _OptionsProblem as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.OPTIONS, str(exc)), run.code)
     verdict = worst([leaf.verdict for leaf in leaves])
-    explanation = oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])
+    explanation = oracle.summarize(verdict, [(leaf.name, leaf.verdict, leaf.explanation) for leaf in leaves])
     if found is not None and found.first is not None and verdict.severity < Verdict.DIVERGENT.severity:
         # a value inside the program diverges: the outputs may hide it (a pooled prediction), the bug is there
         verdict = Verdict.DIVERGENT
@@ -383,7 +383,8 @@ def _interpreter_fits(run: Run, args: Any, settings: CallSettings) -> None:
     if total > limit:
         refuse = (
             f"Triton source only: the inputs hold {total:,} elements, above the interpreter's limit of {limit:,} "
-            "(triton_interpret_max_elements); the kernels were generated but not run, so there is no interpreted result to compare"
+            "(triton_interpret_max_elements); the kernels were generated but not run, so there is no interpreted "
+            "result to compare"
         )
     elapsed = sum(run.stage_seconds.values()) + time.monotonic() - run.stage_start
     budget = run.options.timeout_s - elapsed - 30  # left for the fp64 reference, the comparison and writing the result
@@ -524,13 +525,15 @@ def run_repro(run: Run, seed: int, settings: CallSettings) -> list[CallOutcome]:
         if exc.kind is not ErrorKind.SNIPPET or not outcomes:
             raise
         settings.note(
-            f"the script raised after {len(outcomes)} compared call(s); shown: those calls. {exc.message.splitlines()[0][:300]}"
+            f"the script raised after {len(outcomes)} compared call(s); shown: those calls. "
+            f"{exc.message.splitlines()[0][:300]}"
         )
     finally:
         torch.compile = real_compile  # type: ignore[assignment]
     if not outcomes:
         raise SnippetError(
-            f"{run.filename} calls torch.compile but never called the compiled function, so there was nothing to compare"
+            f"{run.filename} calls torch.compile but never called the compiled function, so there was nothing to "
+            "compare"
         )
     return outcomes
 
@@ -609,7 +612,7 @@ def _settle_leaf(leaf: LeafResult, decision: family.Decision, name: str) -> Leaf
 
 
 def _scalar_roundings(outcomes: list[tuple[int, list[CallOutcome]]]) -> tuple[ScalarRounding, ...]:
-    """Each rounding the faithful reference made, once (frozen, so equal roundings are one key), in the order first met."""
+    """Each rounding the faithful reference made, once (frozen, so equal roundings are one key), in order first met."""
     return tuple(dict.fromkeys(r for _, calls in outcomes for call in calls for r in call.roundings))
 
 
@@ -631,9 +634,13 @@ def _pick_worst_seed(
     best: tuple[int, list[LeafResult], dict[str, StoredLeaf]] | None = None
     for seed, calls in outcomes:
         leaves, arrays, _ = merge_outcomes(calls)
-        verdict = worst([l.verdict for l in leaves])
+        verdict = worst([leaf.verdict for leaf in leaves])
         seeds.append(
-            SeedOutcome(seed, verdict, oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves]))
+            SeedOutcome(
+                seed,
+                verdict,
+                oracle.summarize(verdict, [(leaf.name, leaf.verdict, leaf.explanation) for leaf in leaves]),
+            )
         )
         if best is None or verdict.severity > best[0]:
             best = (verdict.severity, leaves, arrays)
@@ -644,8 +651,8 @@ def _pick_worst_seed(
 def _resummarize_worst_seed(seeds: list[SeedOutcome], leaves: list[LeafResult]) -> list[SeedOutcome]:
     """The leaves shown are the worst seed's; after a recheck its summary must say what they now say."""
     worst_seed = max(seeds, key=lambda s: s.verdict.severity).seed
-    verdict = worst([l.verdict for l in leaves])
-    summary = oracle.summarize(verdict, [(l.name, l.verdict, l.explanation) for l in leaves])
+    verdict = worst([leaf.verdict for leaf in leaves])
+    summary = oracle.summarize(verdict, [(leaf.name, leaf.verdict, leaf.explanation) for leaf in leaves])
     return [SeedOutcome(s.seed, verdict, summary) if s.seed == worst_seed else s for s in seeds]
 
 
@@ -726,9 +733,9 @@ def _wants_precision_recheck(
     if options.backend not in (None, "inductor"):
         return False
     low = options.dtype is not None or any(o.low_precision for _, calls in outcomes for o in calls)
-    value_leaves = [l for l in leaves if not l.structural]
-    return any(l.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE) for l in value_leaves) or (
-        low and any(l.verdict is Verdict.BENIGN for l in value_leaves)
+    value_leaves = [leaf for leaf in leaves if not leaf.structural]
+    return any(leaf.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE) for leaf in value_leaves) or (
+        low and any(leaf.verdict is Verdict.BENIGN for leaf in value_leaves)
     )
 
 
@@ -752,8 +759,8 @@ def _cast_mechanism(leaf: LeafResult, evidence: str) -> str:
 
 def _random_mechanism(leaf: LeafResult, evidence: str) -> str:
     return (
-        f"{evidence}, and compiled draws its random numbers from Inductor's own generator, not ATen's, so the draws differ "
-        "(intended, pytorch#118735; set fallback_random=True, --fallback-random, where they must agree)"
+        f"{evidence}, and compiled draws its random numbers from Inductor's own generator, not ATen's, so the draws "
+        "differ (intended, pytorch#118735; set fallback_random=True, --fallback-random, where they must agree)"
     )
 
 
@@ -764,7 +771,7 @@ PRECISION_RECHECK = Recheck(
     "precision-cast recheck",
     {"emulate_precision_casts": True},
     Verdict.PRECISION_CAST,
-    lambda l: not l.structural,
+    lambda leaf: not leaf.structural,
     _cast_mechanism,
     "no bf16/fp16 value on this value's own path is one that eager rounds and a fused kernel could keep in fp32",
 )
@@ -772,7 +779,7 @@ RNG_RECHECK = Recheck(
     "rng recheck",
     {"fallback_random": True},
     Verdict.RNG,
-    lambda l: set(l.symptoms) <= _VALUE_SYMPTOMS,
+    lambda leaf: set(leaf.symptoms) <= _VALUE_SYMPTOMS,
     _random_mechanism,
     "no op on this value's own path drew random numbers in eager's run",
 )
@@ -793,8 +800,8 @@ def _wants_rng_recheck(
     if not any(o.drew_random for _, calls in outcomes for o in calls):
         return False
     return any(
-        l.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE, Verdict.BENIGN) and RNG_RECHECK.may_explain(l)
-        for l in leaves
+        leaf.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE, Verdict.BENIGN) and RNG_RECHECK.may_explain(leaf)
+        for leaf in leaves
     )
 
 
@@ -845,7 +852,7 @@ def _recheck(
         run.notes.append(f"{recheck.stage} failed: {str(exc)[:200]}")
         return leaves
     calls = settle_budget([(worst_seed, calls)])[0][1]
-    rechecked = {l.name: l for l in merge_outcomes(calls)[0]}
+    rechecked = {leaf.name: leaf for leaf in merge_outcomes(calls)[0]}
     flags = ", ".join(f"{k}={v}" for k, v in config.items())
     updated = []
     for leaf in leaves:

@@ -55,7 +55,7 @@ UNINITIALIZED_OPS = frozenset(
 
 
 def uninitialized_op(op: Any) -> str | None:
-    """The ATen name of an op (an OpOverload, or an FX node's target) that returns uninitialized memory; None otherwise."""
+    """The ATen name of an op (an OpOverload or an FX node's target) that returns uninitialized memory, else None."""
     packet = getattr(op, "overloadpacket", None)
     return str(packet) if packet is not None and packet.__name__ in UNINITIALIZED_OPS else None
 
@@ -92,7 +92,8 @@ class Trace:
     random_ops: dict[str, int] = field(default_factory=dict)
     uninitialized: dict[str, int] = field(default_factory=dict)  # uninitialized-memory ops that ran, with their counts
     # "producer -> consumer": a bf16/fp16 result of one pointwise ATen op that eager rounds before another pointwise
-    # or reduction op uses it; inside a library call (a composite op) the Dynamo graph cannot show it (precision-cast's evidence)
+    # or reduction op uses it; inside a library call (a composite op) the Dynamo graph cannot show it
+    # (precision-cast's evidence)
     round_trips: dict[str, str] = field(default_factory=dict)  # pair -> the dtype
     # per output leaf (trace_eager's `leaves`), the round trips and draws among its own ancestors: a mechanism is
     # named for a leaf only with evidence on that leaf's path, not somewhere in the program
@@ -162,9 +163,9 @@ def _tensors(out: Any) -> list[torch.Tensor]:
 def _differing(a: Any, b: Any) -> int:
     """How many elements differ in their bits (every element, when the outputs do not even line up)."""
     ta, tb = _tensors(a), _tensors(b)
-    if len(ta) != len(tb) or any(x.shape != y.shape or x.dtype != y.dtype for x, y in zip(ta, tb)):
+    if len(ta) != len(tb) or any(x.shape != y.shape or x.dtype != y.dtype for x, y in zip(ta, tb, strict=True)):
         return max(1, sum(t.numel() for t in ta))
-    return sum(int((~bitwise_equal(x, y)).sum()) for x, y in zip(ta, tb))
+    return sum(int((~bitwise_equal(x, y)).sum()) for x, y in zip(ta, tb, strict=True))
 
 
 def _cloned(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -277,7 +278,7 @@ class EagerTrace(TorchDispatchMode):
         before = _generator_states(kwargs)
         out = func(*args, **kwargs)
         after = _generator_states(kwargs)
-        drew = len(before) != len(after) or any(not torch.equal(a, b) for a, b in zip(before, after))
+        drew = len(before) != len(after) or any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
         name = str(func)
         self.trace.draws[name].append([t.detach().clone() for t in _tensors(out)] if drew else None)
         if drew:
@@ -361,7 +362,7 @@ def _moves(
 def _probe_call(
     func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dtype: torch.dtype
 ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The call with its one tensor operand replaced by every finite value of `dtype`, for a pointwise op of one tensor."""
+    """The call with its one tensor operand replaced by every finite value of `dtype` (a pointwise op of one tensor)."""
     if torch.Tag.pointwise not in func.tags:
         return None
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
@@ -419,7 +420,7 @@ class FaithfulMode(TorchDispatchMode):
             self.unmatched.append(str(func))
             return out
         with torch.no_grad():
-            for t, r in zip(mine, recorded):
+            for t, r in zip(mine, recorded, strict=True):
                 t.copy_(r.to(device=t.device))
         if func is torch.ops.aten.native_dropout.default and isinstance(out, tuple):
             p = float(args[1]) if len(args) > 1 else float(kwargs.get("p", 0.5))

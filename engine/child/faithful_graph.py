@@ -97,7 +97,8 @@ class _Graph(torch.fx.Interpreter):
 
 
 def _widened_cast(target: Any, args: Any, kwargs: Any, original: str) -> Any:
-    """A floating cast in the float64 run: a user's cast to bf16/fp16 rounds and goes on in float64; any other stays float64."""
+    """A floating cast in the float64 run: a user's cast to bf16/fp16 rounds and goes on in float64; any other
+    stays float64."""
     x = args[0]
     dtype = args[1] if target is _CONVERT else kwargs.get("dtype")
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or dtype not in _FLOATING:
@@ -173,7 +174,7 @@ def written_inputs(gm: Any) -> set[int]:
         schema = getattr(node.target, "_schema", None)
         if node.op != "call_function" or schema is None or not schema.is_mutable:
             continue
-        for argument, value in zip(schema.arguments, node.args):
+        for argument, value in zip(schema.arguments, node.args, strict=False):
             if argument.alias_info is not None and argument.alias_info.is_write and value in placeholders:
                 found.add(placeholders[value])
     return found

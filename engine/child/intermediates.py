@@ -32,7 +32,9 @@ _MAX_LISTED = 20
 class _Graph:
     """One graph Inductor compiled: its pristine copy, the nodes exposed, and the first call's values."""
 
-    reference: Any  # torch.fx.GraphModule as Inductor's inner compile receives it: after its decompositions and pattern passes, before lowering
+    # torch.fx.GraphModule as Inductor's inner compile receives it: after its decompositions and pattern passes,
+    # before lowering
+    reference: Any
     exposed: list[str]  # node name of each returned value (original outputs, then the extras); "" if not a node
     ops: dict[str, str]
     n_outputs: int
@@ -44,12 +46,12 @@ class _Graph:
 
 def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     out = run_dir / INTERMEDIATES_FILE
-    targets = {l.name for l in result.leaves if l.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
+    targets = {leaf.name for leaf in result.leaves if leaf.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)}
     if not targets:
         report = IntermediatesReport("not-divergent", f"nothing to localize: the check is {result.verdict.value}")
     else:
         try:
-            gradients = all(l.kind is LeafKind.GRADIENT for l in result.leaves if l.name in targets)
+            gradients = all(leaf.kind is LeafKind.GRADIENT for leaf in result.leaves if leaf.name in targets)
             report = _localize(run, targets, gradients, result.scalar_roundings)
         except Exception as exc:  # localization is best effort: the check's own result stands
             import traceback
@@ -119,7 +121,7 @@ def _localize(
         torch._dynamo.reset()
     leaves = merge_outcomes(outcomes)[0]
     roundings = tuple(dict.fromkeys((*roundings, *(r for o in outcomes for r in o.roundings))))
-    reproduced = any(l.name in targets and l.verdict is Verdict.DIVERGENT for l in leaves)
+    reproduced = any(leaf.name in targets and leaf.verdict is Verdict.DIVERGENT for leaf in leaves)
     if not graphs:
         return IntermediatesReport(
             "not-applicable",
@@ -144,9 +146,10 @@ def _localize(
         # no conclusion about where it starts, least of all "before Inductor"
         return IntermediatesReport(
             "backward-not-compared",
-            f"the forward graph's {compared} intermediates all match the eager run of the same graph; the divergent leaves are "
-            f"gradients, computed by the backward graph{'s' if len(backward) > 1 else ''}, which this step does not instrument (a "
-            "backward graph must return exactly one gradient per input). The ablation ladder tells which layer is at fault",
+            f"the forward graph's {compared} intermediates all match the eager run of the same graph; the divergent "
+            f"leaves are gradients, computed by the backward graph{'s' if len(backward) > 1 else ''}, which this step "
+            "does not instrument (a backward graph must return exactly one gradient per input). The ablation ladder "
+            "tells which layer is at fault",
             compared_nodes=compared,
             reproduced=reproduced,
             graph_code=graph_code,
@@ -155,11 +158,12 @@ def _localize(
     if not diffs:
         where = "every intermediate matches the eager run of the same ATen graph"
         why = (
-            # what this step can say: the graph it compared had been through Inductor's decompositions and pattern passes
-            # already, so a fault in one of those rewrites is in both sides (the ladder tells the layer)
-            ", yet the output still diverges: no single node's values are at fault. That graph had already been through "
-            "Inductor's decompositions and pattern passes (an attention rewritten into SDPA, say), so the fault can be in one of "
-            "those rewrites, earlier, or between compiled graphs (what one hands the next); the ablation ladder tells which layer"
+            # what this step can say: the graph it compared had been through Inductor's decompositions and pattern
+            # passes already, so a fault in one of those rewrites is in both sides (the ladder tells the layer)
+            ", yet the output still diverges: no single node's values are at fault. That graph had already been "
+            "through Inductor's decompositions and pattern passes (an attention rewritten into SDPA, say), so the "
+            "fault can be in one of those rewrites, earlier, or between compiled graphs (what one hands the next); "
+            "the ablation ladder tells which layer"
             if reproduced
             else "; with every intermediate exposed the output no longer diverges (the extra outputs changed fusion)"
         )
@@ -271,6 +275,12 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
     return backend
 
 
+def _in_graph_order(graph: _Graph) -> list[tuple[str, Any]]:
+    """(node name, compiled value) of each exposed node, in the graph's order (none before the first call)."""
+    pairs = zip(graph.exposed, graph.values or [], strict=False)
+    return sorted(pairs, key=lambda pair: graph.order.get(pair[0], -1))
+
+
 def _compare_graph(
     index: int, graph: _Graph, options: CheckOptions, notes: list[str], roundings: tuple[ScalarRounding, ...] = ()
 ) -> tuple[list[NodeDiff], int]:
@@ -293,7 +303,7 @@ def _compare_graph(
     what = "; ".join(dict.fromkeys(rounded)) if rounded else None
     diffs: list[NodeDiff] = []
     compared = 0
-    for name, compiled in sorted(zip(graph.exposed, graph.values or []), key=lambda pair: graph.order.get(pair[0], -1)):
+    for name, compiled in _in_graph_order(graph):
         e = eager.get(name) if name else None
         if not isinstance(e, torch.Tensor) or not isinstance(compiled, torch.Tensor):
             continue

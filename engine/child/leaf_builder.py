@@ -81,7 +81,8 @@ class LeafBuilder:
                 "out",
                 LeafKind.OUTPUT,
                 (Symptom.TYPE,),
-                f"output structure differs: only eager has {only_e or 'nothing'}, only compiled has {only_c or 'nothing'}",
+                f"output structure differs: only eager has {only_e or 'nothing'}, only compiled has "
+                f"{only_c or 'nothing'}",
             )
         for name in e_leaves:
             if name in c_leaves:
@@ -112,7 +113,10 @@ class LeafBuilder:
                 continue
             detail = ""
             if e_changed != c_changed:
-                detail = f"{'eager' if e_changed else 'compiled'} changed it but {'compiled' if e_changed else 'eager'} did not"
+                detail = (
+                    f"{'eager' if e_changed else 'compiled'} changed it but {'compiled' if e_changed else 'eager'} did "
+                    "not"
+                )
             self.leaf(
                 f"input {path}",
                 LeafKind.MUTATED_INPUT,
@@ -151,7 +155,10 @@ class LeafBuilder:
 
     def unrestorable_write(self, name: str) -> None:
         """Compiled wrote to a parameter kept without a copy (engine/child/state.py); eager did not."""
-        detail = f"compiled wrote to {name} in place but eager did not (its value before the call was not kept, so only the fact is shown)"
+        detail = (
+            f"compiled wrote to {name} in place but eager did not (its value before the call was not kept, so only the "
+            "fact is shown)"
+        )
         self._structural(f"state {name}", LeafKind.STATE, (Symptom.MUTATION,), detail)
 
     def _changed_pair(
@@ -171,7 +178,10 @@ class LeafBuilder:
         detail = ""
         if e_changed != c_changed:
             extra = (Symptom.MUTATION,)
-            detail = f"{'eager' if e_changed else 'compiled'} {verb} it in place but {'compiled' if e_changed else 'eager'} did not"
+            detail = (
+                f"{'eager' if e_changed else 'compiled'} {verb} it in place but {'compiled' if e_changed else 'eager'} "
+                "did not"
+            )
         self.leaf(name, kind, e, c, r, extra, detail)
 
     def _structural(self, name: str, kind: LeafKind, symptoms: tuple[Symptom, ...], detail: str) -> None:
@@ -303,8 +313,9 @@ class LeafBuilder:
             self.arrays[full] = StoredLeaf(ops if keep else None, summary)
             if not keep:
                 self.settings.note(
-                    f"{full}: {e_t.numel()} elements exceed the storage limit of {self.settings.max_stored_elements}; only the check's "
-                    "summary was kept (the heatmap's blocks of the slice through the worst element, the worst elements, the ULP histogram)"
+                    f"{full}: {e_t.numel()} elements exceed the storage limit of {self.settings.max_stored_elements}; "
+                    "only the check's summary was kept (the heatmap's blocks of the slice through the worst element, "
+                    "the worst elements, the ULP histogram)"
                 )
         self.leaves.append(
             LeafResult(
@@ -344,10 +355,13 @@ class LeafBuilder:
         ops = ", ".join(self.undefined.ops)
         if count == numel:
             return (
-                f"all {numel} values are uninitialized memory ({ops}, written by neither run): their bytes are whatever the "
-                "allocator left, so only shape, dtype and strides are compared"
+                f"all {numel} values are uninitialized memory ({ops}, written by neither run): their bytes are "
+                "whatever the allocator left, so only shape, dtype and strides are compared"
             )
-        return f"{count} of {numel} values are uninitialized memory ({ops}, never written): not compared, the other {numel - count} are"
+        return (
+            f"{count} of {numel} values are uninitialized memory ({ops}, never written): not compared, the other "
+            f"{numel - count} are"
+        )
 
 
 def twin_leaves(twin: Any) -> dict[str, Any]:
@@ -400,8 +414,8 @@ def _layout_problem(e: torch.Tensor, c: torch.Tensor) -> str:
         return "contiguous" if t.is_contiguous() else "not contiguous"
 
     return (
-        f"memory layout differs: strides {list(e.stride())} in eager ({layout(e)}), {list(c.stride())} compiled ({layout(c)}), "
-        "same shape"
+        f"memory layout differs: strides {list(e.stride())} in eager ({layout(e)}), {list(c.stride())} compiled "
+        f"({layout(c)}), same shape"
     )
 
 
@@ -412,7 +426,10 @@ def _layout_kind_problem(eager: str | None, compiled: str | None) -> str:
     def kind(layout: str | None) -> str:
         return f"a {layout} tensor" if layout else "a strided (dense) tensor"
 
-    return f"tensor layout differs: eager gives {kind(eager)}, compiled gives {kind(compiled)}; their values are compared in dense form"
+    return (
+        f"tensor layout differs: eager gives {kind(eager)}, compiled gives {kind(compiled)}; their values are compared "
+        "in dense form"
+    )
 
 
 def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:

@@ -61,7 +61,8 @@ _CALLABLES = (
 
 
 class UnsupportedOutput(TypeError):
-    """The program returned (or took) something that cannot be compared: an iterator, or a structure too deep or too large."""
+    """The program returned (or took) something that cannot be compared: an iterator, or a structure too deep or
+    too large."""
 
 
 class UncopyableInput(TypeError):
@@ -104,7 +105,7 @@ def flatten(value: Any, prefix: str = "out") -> list[tuple[str, Any]]:
 
 
 def layout_of(t: torch.Tensor) -> str | None:
-    """The tensor's layout by name (`sparse_csr`, `sparse_coo`, ...) where it is not the usual strided one, else None."""
+    """The tensor's layout by name (`sparse_csr`, `sparse_coo`, ...) where not the usual strided one, else None."""
     return None if t.layout == torch.strided else str(t.layout).removeprefix("torch.")
 
 
@@ -294,8 +295,8 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
         return copy.deepcopy(value, memo)
     except Exception as exc:
         raise UncopyableInput(
-            f"a {_qualname(type(value))} cannot be copied for each run ({type(exc).__name__}: {str(exc)[:200]}); eager and "
-            "compiled must each get their own copy of an input that carries state"
+            f"a {_qualname(type(value))} cannot be copied for each run ({type(exc).__name__}: {str(exc)[:200]}); eager "
+            "and compiled must each get their own copy of an input that carries state"
         ) from None
 
 

@@ -110,8 +110,8 @@ def _reference(
         if size > COPY_FALLBACK_BYTES:
             raise
         note(
-            f"the fp64 reference ran on a float64 copy of the modules: computing it with each weight cast as used failed "
-            f"({type(exc).__name__}: {str(exc)[:160]})"
+            "the fp64 reference ran on a float64 copy of the modules: computing it with each weight cast as used "
+            f"failed ({type(exc).__name__}: {str(exc)[:160]})"
         )
         return _on_a_copy(eager_fn, pristine, seed, state, backward=False, mode=mode)
 

@@ -23,7 +23,7 @@ def rng_states() -> list[torch.Tensor]:
 def drew(before: list[torch.Tensor]) -> bool:
     """Whether the generators moved since `before` (from rng_states): the run in between drew random numbers."""
     after = rng_states()
-    return len(after) != len(before) or any(not torch.equal(a, b) for a, b in zip(after, before))
+    return len(after) != len(before) or any(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
 
 
 def seed_everything(seed: int) -> None:

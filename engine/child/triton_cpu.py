@@ -33,9 +33,15 @@ def unavailable_reason() -> str | None:
     import triton
 
     if not torch.__version__.startswith(KNOWN_TORCH):
-        return f"Triton on CPU is patched for torch {', '.join(v + 'x' for v in KNOWN_TORCH)}; this is torch {torch.__version__}"
+        return (
+            f"Triton on CPU is patched for torch {', '.join(v + 'x' for v in KNOWN_TORCH)}; this is torch "
+            f"{torch.__version__}"
+        )
     if not triton.__version__.startswith(KNOWN_TRITON):
-        return f"Triton on CPU is patched for triton {', '.join(v + 'x' for v in KNOWN_TRITON)}; this is triton {triton.__version__}"
+        return (
+            f"Triton on CPU is patched for triton {', '.join(v + 'x' for v in KNOWN_TRITON)}; this is triton "
+            f"{triton.__version__}"
+        )
     import torch._inductor.config as config
     import torch._inductor.runtime.triton_helpers as helpers
     import torch.utils._triton as torch_triton
@@ -118,9 +124,10 @@ def watch_launches(
             return launch(self, *args, **kwargs)
         except _Budget:
             raise stop(
-                f"Triton's interpreter was still running {name} after {state['spent'] + time.monotonic() - started:.0f} s of "
-                f"interpreting, so the run was stopped to keep the generated source (the check's time limit left {budget_s:.0f} s "
-                "for it). The interpreter is slow on reductions: smaller inputs or a longer time limit let it finish.",
+                f"Triton's interpreter was still running {name} after "
+                f"{state['spent'] + time.monotonic() - started:.0f} s of interpreting, so the run was stopped to keep "
+                f"the generated source (the check's time limit left {budget_s:.0f} s for it). The interpreter is slow "
+                "on reductions: smaller inputs or a longer time limit let it finish.",
                 True,
             ) from None
         finally:
