@@ -416,7 +416,7 @@ def _expected(
         # a 1-d input's .tolist() is the list Python iterates; a 0-d one's is a float, a 2-d one's a list of lists
         flat = "" if literals and all(literals[i].ndim == 1 for i in range(len(params))) else ".flatten()"
         sources = [f"{var[p]}{flat}.tolist()" for p in params]
-        loop = f"zip({', '.join(sources)})" if len(params) > 1 else sources[0]
+        loop = f"zip({', '.join(sources)}, strict=True)" if len(params) > 1 else sources[0]
         # the elements get names of their own (a, b, ...): `[a // 0.1 for a in t.tolist()]`
         element = {p: chr(ord("a") + i) for i, p in enumerate(params)}
         over, at = ast.parse(scalar, mode="eval"), ast.parse(scalar, mode="eval")

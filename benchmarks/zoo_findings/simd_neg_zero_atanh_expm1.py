@@ -15,6 +15,7 @@ def f(x):
 x = torch.full((64,), -0.0)
 eager = f(x)
 compiled = torch.compile(f)(x)
-for name, e, c in zip(("atanh", "expm1", "1/atanh"), eager, compiled):
+for name, e, c in zip(("atanh", "expm1", "1/atanh"), eager, compiled, strict=True):
     print(f"{name:8s} of -0.0: eager {e[0].item()} | compiled {c[0].item()}")
-sys.exit(1 if any(bool((torch.signbit(e) != torch.signbit(c)).any()) for e, c in zip(eager, compiled)) else 0)
+differ = any(bool((torch.signbit(e) != torch.signbit(c)).any()) for e, c in zip(eager, compiled, strict=True))
+sys.exit(1 if differ else 0)

@@ -10,12 +10,18 @@ Findings whose bug no fn + inputs program shows on its own (eager's inaccuracies
 second dtype) have hand-written scripts and bodies, listed in findings.json like the others.
 
     PYTHONPATH=. nice -n 10 python benchmarks/zoo_findings/write_bodies.py [ID ...]
+    python benchmarks/zoo_findings/write_bodies.py --format [ID ...]   # only `ruff format` scripts and bodies alike
+
+Scripts and bodies' code blocks are written as `ruff format` writes them (ruff from the same venv), so they pass the
+repository's `ruff check` and `ruff format --check` and paste as clean code.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -24,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine import CheckOptions, Runner, Symptom  # noqa: E402
 from minimizer.body import Side, fresh_runner, settle  # noqa: E402
-from minimizer.mechanism import read_graphs  # noqa: E402
 from minimizer.interestingness import Checked, signature_of  # noqa: E402
+from minimizer.mechanism import read_graphs  # noqa: E402
 from minimizer.report import leaf_of, locate, render  # noqa: E402
 
 SWITCHES = {"fallback_random": True, "emulate_precision_casts": True}
@@ -68,7 +74,38 @@ def exit_line(symptoms: set[Symptom], side: Side | None, expected: str) -> str:
         cond = "not torch.equal(eager.isnan(), compiled.isnan())"
     else:
         cond = "not torch.allclose(eager, compiled, rtol=0, atol=0, equal_nan=True)"
-    return f"raise SystemExit(1 if {cond} else 0)  # 1 while the bug is present\n"
+    return f"# exits 1 while the bug is present, 0 once it is fixed\nraise SystemExit(1 if {cond} else 0)\n"
+
+
+def formatted(script: str) -> str:
+    """The script as `ruff format` writes it (this repository's settings), so a body pastes as ruff-clean code."""
+    ruff = Path(sys.executable).with_name("ruff")
+    done = subprocess.run(
+        [str(ruff) if ruff.exists() else "ruff", "format", "--stdin-filename", "body.py", "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return done.stdout
+
+
+def resync(finding: str) -> str:
+    """Format an existing finding's script and its body's code block alike, without checking anything again."""
+    script_path, body_path = HERE / f"{finding}.py", HERE / f"{finding}.md"
+    lines = script_path.read_text().rstrip("\n").splitlines()
+    exit_at = next(i for i, line in enumerate(lines) if line.startswith(("# exits 1", "raise SystemExit(")))
+    code, exit_lines = "\n".join(lines[:exit_at]) + "\n", lines[exit_at:]
+    condition = exit_lines[-1].split("  # ")[0].removeprefix("raise SystemExit(1 if ").removesuffix(" else 0)")
+    body = body_path.read_text()
+    if code not in body:
+        return f"{finding}: its body's code block is not its script; run it again instead"
+    new_code = formatted(code)
+    exit_text = f"# exits 1 while the bug is present, 0 once it is fixed\nraise SystemExit(1 if {condition} else 0)\n"
+    body_path.write_text(body.replace(code, new_code))
+    script_path.write_text(new_code + exit_text)
+    return f"{finding}: formatted"
 
 
 def write(finding: str, runner: Runner, work: Path) -> str:
@@ -88,6 +125,7 @@ def write(finding: str, runner: Runner, work: Path) -> str:
     )
     if settled is None:
         return f"{finding}: no short script shows it"
+    settled = replace(settled, script=formatted(settled.script))
     rows, _ = locate(runner, program, options, signature, work / "ladder")
     body = render(program, signature, Checked(result), rows, False, settled=settled, origin=found)
     (HERE / f"{finding}.md").write_text(body)
@@ -97,11 +135,16 @@ def write(finding: str, runner: Runner, work: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    chosen = argv or list(FINDINGS)
+    only_format = "--format" in argv
+    chosen = [a for a in argv if a != "--format"] or list(FINDINGS)
     unknown = [f for f in chosen if f not in FINDINGS]
     if unknown:
         print(f"unknown finding(s): {', '.join(unknown)}; known: {', '.join(FINDINGS)}", file=sys.stderr)
         return 2
+    if only_format:
+        for finding in chosen:
+            print(resync(finding))
+        return 0
     with tempfile.TemporaryDirectory() as tmp, Runner() as runner:
         for finding in chosen:
             print(write(finding, runner, Path(tmp) / finding), flush=True)

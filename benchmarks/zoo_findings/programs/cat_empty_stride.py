@@ -1,4 +1,5 @@
 """A KV cache's first update: cat([empty, k]) returns k's transposed layout under Inductor, contiguous in eager."""
+
 import torch
 
 

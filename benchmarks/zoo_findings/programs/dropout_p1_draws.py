@@ -8,5 +8,3 @@ def fn(x, y):
 
 def inputs():
     return (torch.randn(4), torch.randn(8))
-
-
