@@ -239,3 +239,32 @@ def test_without_a_float64_answer_rounding_differences_are_not_called_a_bug() ->
     assert said.verdict is Verdict.BENIGN and "no float64 answer could be made" in said.explanation, said
     wrong = value_metrics(eager, (eager.float() * 1.05).to(torch.bfloat16), None)
     assert oracle.judge_values(wrong, strict=False, factor=2.0).verdict is Verdict.DIVERGENT
+
+
+def test_a_buffer_finished_by_an_in_place_fallback_is_judged_on_its_final_value(runner: Runner, tmp_path: Path) -> None:
+    """A 0-d scatter_reduce is a kernel that copies the input into the result's buffer, then aten.scatter_reduce_ on
+    it: the buffer is the node's value only after the fallback (judged on the copy it was a false alarm, "gives -1
+    where eager and float64 give -10.5", on chain:fp32's scatter chains)."""
+    result = _check(runner, tmp_path, "scatter_0d_fallback")
+    assert result.verdict is Verdict.MATCH, result.explanation
+    assert result.inside is not None and result.inside.status == "judged" and result.inside.first is None, result.inside
+
+
+def test_a_bf16_arange_is_held_to_one_step_of_its_dtype(runner: Runner, tmp_path: Path) -> None:
+    """bf16 arange is computed in bf16 (eager's kernel as compiled's: upstream calls it expected, pytorch#137774): a
+    buffer that is an iota of positions alone is correct within one step of the exact integers (docs/oracle.md#iota).
+    Before, the inside stage called compiled's conversion divergent: "gives 8192 where eager and float64 give 8256"."""
+    source = (
+        "import torch\n\ndef fn():\n    return torch.arange(0, 10000, dtype=torch.bfloat16)\n\n"
+        "def inputs():\n    return ()\n"
+    )
+    result = _check(runner, tmp_path, "arange_bf16", source)
+    assert result.verdict is Verdict.BENIGN, result.explanation
+    assert result.inside is not None and result.inside.status == "judged" and result.inside.first is None, result.inside
+    import torch
+
+    from engine.child.inside import _within_one_step
+
+    exact = torch.arange(0, 10000, dtype=torch.float64)
+    assert _within_one_step(exact.to(torch.bfloat16), exact)
+    assert not _within_one_step((exact + 128).to(torch.bfloat16), exact)  # two steps off at 8192..16384: a fault

@@ -8,12 +8,16 @@ name of the FX node it computes (its `origin_node`). In torch 2.13 only Triton k
 into a buffer (`extern_kernels.addmm(..., out=buf4)`, every matmul on CPU) emit none. `install` adds the same
 line after those two, from the same information Inductor's own hooks use (a kernel's live output buffers, each
 buffer's origin node). A piece of a `cat`/`stack` written in place into the concatenation's storage reports the
-concatenation under its own node once the piece is written, so the last report holds the whole.
+concatenation under its own node once the piece is written, so the last report holds the whole. Likewise a buffer
+that an in-place fallback finishes after the kernel that stored it (a `scatter`/`scatter_reduce` that Inductor
+lowers to a kernel copying the input, then `aten.scatter_reduce_` on that copy; `index_put_`; an in-place ATen
+fallback) is reported again once the fallback has written it: the kernel's report is the copy, not the node's value.
 
 Only wrapper lines are added: the kernels, their fusion and their buffers are the same (a test holds the outputs
 bit-identical with the hooks on), and without a registered hook a report is one Python call that does nothing.
 `generate_intermediate_hooks` is part of Inductor's cache key, so code with the hooks is cached apart from code
-without them.
+without them; `cache_tag` adds this module's VERSION to the key, so code hooked by an older version of it (fewer
+reports) is not loaded from a cache filled before.
 """
 
 from __future__ import annotations
@@ -23,6 +27,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _INSTALLED: list[bool] = []
+VERSION = 2  # raised whenever the hooks emitted change: 2 reports buffers again after in-place fallbacks
+
+
+def cache_tag() -> str:
+    """The cache-key tag for a compile with these hooks (torch.compiler.config.cache_key_tag, kept with it)."""
+    import torch.compiler.config as compiler_config
+
+    return f"{compiler_config.cache_key_tag}divergence-hooks-v{VERSION}"
 
 
 def install() -> str | None:
@@ -38,6 +50,10 @@ def install() -> str | None:
 
         real_flush = cpp.CppScheduling.flush
         real_out = PythonWrapperCodegen.generate_extern_kernel_out
+        mutating = {
+            name: getattr(PythonWrapperCodegen, name)
+            for name in ("generate_scatter_fallback", "generate_index_put_fallback", "generate_fallback_kernel")
+        }
     except (ImportError, AttributeError) as exc:
         return f"this torch's Inductor has no C++ scheduling to hook ({exc})"
 
@@ -65,8 +81,33 @@ def install() -> str | None:
 
     cpp.CppScheduling.flush = flush  # type: ignore[method-assign]
     PythonWrapperCodegen.generate_extern_kernel_out = generate_extern_kernel_out  # type: ignore[method-assign]
+    for name, real in mutating.items():
+        setattr(PythonWrapperCodegen, name, _reporting_mutations(real))
     _INSTALLED.append(True)
     return None
+
+
+def _reporting_mutations(real: Callable[..., None]) -> Callable[..., None]:
+    """`real` (a wrapper codegen method of an in-place fallback), followed by a report of every buffer it writes
+    that the graph computed (not a graph input: those are no node's value)."""
+
+    def generate(self: Any, node: Any) -> None:
+        real(self, node)
+        from torch._inductor import config as inductor_config
+        from torch._inductor.virtualized import V
+
+        if not (inductor_config.generate_intermediate_hooks and getattr(self, "supports_intermediate_hooks", False)):
+            return
+        try:
+            written = [n for n in node.get_mutation_names() if n not in V.graph.graph_inputs]
+            buffers = [(V.graph.get_buffer(n), n) for n in written]
+        except Exception:  # an internal that moved: the kernel's own report stands
+            return
+        for buffer, name in buffers:
+            for line in _report(buffer, name):
+                self.writeline(line)
+
+    return generate
 
 
 def _report(buffer: Any, name: str) -> list[str]:
