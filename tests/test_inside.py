@@ -263,8 +263,8 @@ def test_a_bf16_arange_is_held_to_one_step_of_its_dtype(runner: Runner, tmp_path
     assert result.inside is not None and result.inside.status == "judged" and result.inside.first is None, result.inside
     import torch
 
-    from engine.child.inside import _within_one_step
+    from engine.child.inside import within_one_step
 
     exact = torch.arange(0, 10000, dtype=torch.float64)
-    assert _within_one_step(exact.to(torch.bfloat16), exact)
-    assert not _within_one_step((exact + 128).to(torch.bfloat16), exact)  # two steps off at 8192..16384: a fault
+    assert within_one_step(exact.to(torch.bfloat16), exact)
+    assert not within_one_step((exact + 128).to(torch.bfloat16), exact)  # two steps off at 8192..16384: a fault

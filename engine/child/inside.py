@@ -547,12 +547,7 @@ def _judge_node(
     from engine.judge.metrics import measure, operands
     from engine.judge.witness import FaithfulReference
 
-    if (
-        not isinstance(e, torch.Tensor)
-        or not isinstance(c, torch.Tensor)
-        or e.dtype != c.dtype
-        or e.numel() != c.numel()
-    ):
+    if not _comparable(e, c):
         return None, None
     if e.shape != c.shape:
         c = c.reshape(e.shape)
@@ -563,7 +558,7 @@ def _judge_node(
         else None
     )
     twin = twin if isinstance(twin, torch.Tensor) and r is not None and twin.shape == e.shape else None
-    if r is not None and _low_precision_iota(node) and _within_one_step(c, r):
+    if r is not None and _low_precision_iota(node) and within_one_step(c, r):
         return None, None  # a bf16/fp16 arange is promised to one step of its dtype only (docs/oracle.md#iota)
     own = e
     if twin is not None and e.dtype in (torch.bfloat16, torch.float16) and not graph.emulated:
@@ -606,6 +601,10 @@ def _judge_node(
     ), j
 
 
+def _comparable(e: Any, c: Any) -> bool:
+    return isinstance(e, torch.Tensor) and isinstance(c, torch.Tensor) and e.dtype == c.dtype and e.numel() == c.numel()
+
+
 _IOTAS = ("prims.iota", "aten.iota", "aten.arange")
 
 
@@ -628,7 +627,7 @@ def _low_precision_iota(node: Any) -> bool:
     return iota
 
 
-def _within_one_step(c: torch.Tensor, r: torch.Tensor) -> bool:
+def within_one_step(c: torch.Tensor, r: torch.Tensor) -> bool:
     """Every element of `c` within one step of its dtype of the exact value r (NaN where r is NaN)."""
     from engine.judge.elements import spacing
 
