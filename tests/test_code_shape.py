@@ -24,7 +24,6 @@ LONGER: dict[tuple[str, str], int] = {
     ("engine/child/bisect.py", "bisect_in_child"): 81,
     ("engine/child/intermediates.py", "_instrumenting_backend"): 68,
     ("engine/child/leaves.py", "_children"): 64,
-    ("engine/child/inside.py", "_judge_graph"): 61,
     ("engine/child/inside.py", "_judge_node"): 72,
     ("engine/judge/oracle.py", "_judge_against_reference"): 76,
     ("engine/judge/oracle.py", "judge_values"): 68,

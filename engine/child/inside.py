@@ -408,7 +408,6 @@ def _judge_graph(
     notes: list[str],
     out: Judged,
 ) -> None:
-    from engine.child import faithful_graph
 
     nodes = {n.name: n for n in graph.reference.graph.nodes}
     unknown = [name for name in graph.values if name not in nodes]
@@ -422,17 +421,9 @@ def _judge_graph(
         return
     drew: set[str] = set()
     given = _given(graph, nodes, keep)
-    try:
-        with _drawing_as(graph.rng):
-            eager, ref, rounded = faithful_graph.run(
-                graph.reference, graph.inputs or [], roundings, keep=keep, drew=drew, given=given
-            )
-    except Exception as exc:  # no float64 kernel for some op: the nodes are judged against eager's graph alone
-        notes.append(f"graph {graph.index}: no float64 run of the graph ({type(exc).__name__}: {str(exc)[:120]})")
-        with _drawing_as(graph.rng):
-            eager, ref, rounded = faithful_graph.run(
-                graph.reference, graph.inputs or [], roundings, keep=keep, fp64=False, drew=drew, given=given
-            )
+    terms = {name: t.name for name in keep if (t := _summed_terms(nodes[name])) is not None}
+    runs = keep | set(terms.values())
+    eager, ref, rounded = _run_graph(graph, roundings, runs, drew, given, notes)
     # compiled draws its own random numbers unless fallback_random: what depends on a draw is the rng re-check's
     random = drew if options.inductor_config.get("fallback_random") is not True else set()
     shadowed = _downstream(graph.reference, random, undefined)
@@ -452,13 +443,38 @@ def _judge_graph(
         if not isinstance(e, torch.Tensor) or e.dtype != c.dtype or e.numel() != c.numel():
             continue
         out.judged += 1
-        found, judgement = _judge_node(nodes[name], e, c, ref.get(name), what, options, graph, program, twin.get(name))
+        scale = _terms_scale(nodes[name], eager.get(terms.get(name, "")), e)
+        found, judgement = _judge_node(
+            nodes[name], e, c, ref.get(name), what, options, graph, program, twin.get(name), scale
+        )
         if judgement is not None and judgement.tests:
             out.items.append(family.Item(item_name(graph.index, name), family.Stage.INSIDE, judgement.tests))
         if found is not None:
             out.diffs.append(dataclasses.replace(found, kernel=kernels.get(name)))
             if judgement is not None and judgement.fallback is not None:
                 out.fallbacks[item_name(graph.index, name)] = judgement.fallback.verdict
+
+
+def _run_graph(
+    graph: _Graph,
+    roundings: Sequence[ScalarRounding],
+    keep: set[str],
+    drew: set[str],
+    given: dict[str, torch.Tensor],
+    notes: list[str],
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """The graph run eagerly and in float64 from its first call's inputs (faithful_graph.run), `keep`'s values kept."""
+    from engine.child import faithful_graph
+
+    try:
+        with _drawing_as(graph.rng):
+            return faithful_graph.run(graph.reference, graph.inputs or [], roundings, keep=keep, drew=drew, given=given)
+    except Exception as exc:  # no float64 kernel for some op: the nodes are judged against eager's graph alone
+        notes.append(f"graph {graph.index}: no float64 run of the graph ({type(exc).__name__}: {str(exc)[:120]})")
+        with _drawing_as(graph.rng):
+            return faithful_graph.run(
+                graph.reference, graph.inputs or [], roundings, keep=keep, fp64=False, drew=drew, given=given
+            )
 
 
 def _generator_states() -> list[torch.Tensor]:
@@ -540,9 +556,11 @@ def _judge_node(
     graph: _Graph,
     program: str,
     twin: Any = None,
+    scale: float | None = None,
 ) -> tuple[NodeDiff | None, Any]:
     """One node judged as the check judges a leaf (its own full share of the budget: the check-level decision is
-    applied after, `settle`): its record when the oracle calls it divergent, and the oracle's Judgement."""
+    applied after, `settle`): its record when the oracle calls it divergent, and the oracle's Judgement; `scale`: the
+    magnitude its rounding works at, where larger than its own (a sum's terms, `_terms_scale`)."""
     from engine.judge import oracle
     from engine.judge.metrics import measure, operands
     from engine.judge.witness import FaithfulReference
@@ -572,6 +590,7 @@ def _judge_node(
     metrics = measure(operands(e, c, r, twin))
     if metrics.mismatches == 0:
         return None, None
+    metrics = _at_scale(metrics, scale)
     faithful = FaithfulReference(f"the graph in float64 with {what}") if what and r is not None else None
     j = oracle.judge_values(
         metrics, strict=False, factor=options.benign_factor, noise_ulps=options.noise_ulps, faithful=faithful
@@ -599,6 +618,43 @@ def _judge_node(
         worst,
         nearer=j.nearer.value if j.nearer is not None else None,
     ), j
+
+
+# Sums and means: the rounding error of a sum is relative to its terms, not to the sum (|fl(s) - s| <= g_n sum |x_i|,
+# Higham, Accuracy and Stability of Numerical Algorithms, 4.2): the mean of a layer norm's row, O(1) values that
+# cancel to 5e-4, is off by 1.8e-8 in another summation order, 300 ULPs of the mean and 0.15 of its terms'. Its noise
+# floor is scaled by the terms' magnitude (the mean of |x|, times the count summed for a sum); the variance is a mean
+# of squares that do not cancel, and is judged at its own magnitude.
+_MEANS = ("aten.mean", "aten.var_mean.correction[1]", "aten.nanmean")
+_SUMS = ("aten.sum", "aten.nansum")
+
+
+def _summed_terms(node: Any) -> Any:
+    """The node whose values a mean/sum node adds up (None for any other node)."""
+    op = node_op(node)
+    if not op.startswith(_MEANS + _SUMS):
+        return None
+    root = node.args[0] if op.startswith("aten.var_mean") else node
+    terms = root.args[0] if root.args else None
+    return terms if isinstance(terms, torch.fx.Node) else None
+
+
+def _terms_scale(node: Any, terms: Any, value: Any) -> float | None:
+    """The magnitude a mean/sum node's rounding works at: the mean |term| (times the terms per result for a sum)."""
+    if not isinstance(terms, torch.Tensor) or not isinstance(value, torch.Tensor) or not terms.is_floating_point():
+        return None
+    finite = terms[torch.isfinite(terms)].abs()
+    if finite.numel() == 0 or value.numel() == 0:
+        return None
+    mean = float(finite.double().mean())
+    return mean * max(1, terms.numel() // value.numel()) if node_op(node).startswith(_SUMS) else mean
+
+
+def _at_scale(metrics: Any, scale: float | None) -> Any:
+    """The metrics with the reference's magnitude (the noise floor's unit, engine/judge/oracle.py) at least `scale`."""
+    if scale is None or metrics.ref_rms is None or metrics.ref_max is None:
+        return metrics
+    return dataclasses.replace(metrics, ref_rms=max(metrics.ref_rms, scale), ref_max=max(metrics.ref_max, scale))
 
 
 def _comparable(e: Any, c: Any) -> bool:
