@@ -320,9 +320,28 @@ def _for(dtype: torch.dtype) -> dict[str, Rewrite]:
     }
 
 
+def _fresh(dtype: torch.dtype) -> dict[str, Rewrite]:
+    """The rewrites of benchmarks/oracle_fresh.py's programs (issue #31's second evaluation)."""
+    s = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    scalar = lambda v: swap_scalar(_rounded(v, dtype), v)  # noqa: E731
+    return {
+        f"MLP, centred activation gelu(h) - 0.1 ({s})": scalar(0.1),
+        f"MLP, shifted softplus(h) - log 2 ({s})": scalar(math.log(2.0)),
+        f"MLP, log features log(|h| + 0.7) ({s})": scalar(0.7),
+        f"MLP, power features |h| ** 1.7 ({s})": scalar(1.7),
+        f"conv features minus 0.35 -> pooled classifier ({s})": scalar(0.35),
+        f"periodic time feature remainder(t, 0.3) -> MLP ({s})": scalar(0.3),
+        f"binned features, edge ties off by one ({s})": set_argument(_is_bucketize, "right", False),
+        f"GLU gate, sigmoid as 1 - sigmoid(-g) ({s})": sigmoid_by_complement,
+        f"fp32 conv net, weights fake-quantised to {s}, rounding skipped": skip_rounding,
+    }
+
+
 FAULTS: dict[str, Rewrite] = {
     **_for(torch.bfloat16),
     **_for(torch.float16),
+    **_fresh(torch.bfloat16),
+    **_fresh(torch.float16),
     "attention probabilities below fp16's normal range flushed to zero (fp16)": flush_small_probabilities,
     "attention dropout, probabilities flushed to zero (fp16, fallback_random)": flush_small_probabilities,
 }

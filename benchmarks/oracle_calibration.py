@@ -38,6 +38,9 @@ import oracle_jobs  # noqa: E402
 from oracle_jobs import Job  # noqa: E402
 
 ACCEPTED = ("match", "benign", "precision-cast", "rng", "eager-inaccurate")
+# evaluation-2: benchmarks/oracle_fresh.py's programs, written before the rule change it scores (issue #31)
+PARTS = ("calibration", "evaluation", "evaluation-2")
+HELD_OUT = ("evaluation", "evaluation-2")
 
 
 def results_path(label: str, part: str) -> Path:
@@ -64,6 +67,7 @@ def run(
     select: str | None,
     expect: str | None = None,
     output: str | None = None,
+    seed: int | None = None,
 ) -> None:
     from engine import CheckOptions, Runner
 
@@ -73,6 +77,7 @@ def run(
         if (select is None or select in j.name)
         and (expect is None or j.expect == expect)
         and (output is None or j.output == output)
+        and (seed is None or j.seed == seed)
     ]
     done = {r["job"]["id"] for r in load(label, part)}
     todo = [j for j in todo if j.id not in done][:limit]
@@ -484,15 +489,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--part", choices=("calibration", "evaluation"), required=True)
+    r.add_argument("--part", choices=PARTS, required=True)
     r.add_argument("--corpus", default=",".join(oracle_jobs.CORPORA))
     r.add_argument("--label", default="current")
     r.add_argument("--limit", type=int)
     r.add_argument("--select", help="only the programs whose name contains this")
     r.add_argument("--expect", choices=("benign", "fault"), help="only benign programs, or only faults")
     r.add_argument("--output", choices=("final", "own"), help="only jobs that return this")
+    r.add_argument("--seed", type=int, help="only jobs of this input seed")
     p = sub.add_parser("report")
-    p.add_argument("--part", choices=("calibration", "evaluation"), required=True)
+    p.add_argument("--part", choices=PARTS, required=True)
     p.add_argument("--label", default="current")
     p.add_argument("--final", action="store_true", help="required for the evaluation part: looked at once")
     p.add_argument("--before", help="the label of the engine before, checked on the same jobs")
@@ -500,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cost-engines", default="base,new")
     p.add_argument("--calibration-label", help="the calibration part's run, where it is not --label's")
     p.add_argument("--write-docs", action="store_true", help="write docs/figures/oracle.md's generated section")
+    p.add_argument("--margins", type=Path, help="write the calibration part's margins record here (JSON)")
     c = sub.add_parser("cost", help="time each engine's check of the same jobs, alternating")
     c.add_argument("--engines", required=True, help="name=tree,name=tree (a tree: a checkout of the repository)")
     c.add_argument("--corpus", default="realistic,zoo")
@@ -524,12 +531,12 @@ def main(argv: list[str] | None = None) -> int:
         cost(engines, args.corpus.split(","), args.parts.split(","), args.repeat, args.out)
         return 0
     if args.command == "run":
-        if args.part == "evaluation" and os.environ.get("ORACLE_EVALUATION") != "once":
-            parser.error("the evaluation part runs once, after every threshold is set: set ORACLE_EVALUATION=once")
-        run(args.part, args.corpus.split(","), args.label, args.limit, args.select, args.expect, args.output)
+        if args.part in HELD_OUT and os.environ.get("ORACLE_EVALUATION") != "once":
+            parser.error("an evaluation part runs once, after every threshold is set: set ORACLE_EVALUATION=once")
+        run(args.part, args.corpus.split(","), args.label, args.limit, args.select, args.expect, args.output, args.seed)
         return 0
-    if args.part == "evaluation" and not args.final:
-        parser.error("the evaluation part is reported once, with --final, after every threshold is set")
+    if args.part in HELD_OUT and not args.final:
+        parser.error("an evaluation part is reported once, with --final, after every threshold is set")
     if args.write_docs:
         if not args.final:
             parser.error("--write-docs writes the evaluation part's figures: it needs --final")
@@ -539,8 +546,22 @@ def main(argv: list[str] | None = None) -> int:
         write_section(DOCS / "figures" / "oracle.md", "benchmarks/oracle_calibration.py", text)
         print(text)
         return 0
+    if args.margins is not None:
+        write_margins(args.part, args.label, args.margins)
     print(report(args.part, args.label, args.before))
     return 0
+
+
+def write_margins(part: str, label: str, path: Path) -> None:
+    """benchmarks/oracle_margins.py's record of a calibration run (never of a held-out part)."""
+    import oracle_margins
+    import torch
+
+    if part != "calibration":
+        raise SystemExit("margins are read on the calibration part only")
+    text = json.dumps(oracle_margins.record(load(label, part), label, torch.__version__), indent=1)
+    path.write_text(text + "\n")
+    print(f"wrote {path} ({len(text):,} characters)")
 
 
 if __name__ == "__main__":

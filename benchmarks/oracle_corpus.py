@@ -15,6 +15,7 @@ Only torch; imported by the benchmark, which runs them in its own process (they 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -308,7 +309,10 @@ def scalar_op(
 
 
 # each Python scalar of the programs below as eager rounds it (a table: torch.tensor() in forward would break the graph)
-ROUNDED = {(v, dt): float(torch.tensor(v, dtype=dt)) for v in (0.45, 2.2, 0.7, 0.3) for dt in LOW}
+# (0.1, 0.35, 1.7 and log 2: benchmarks/oracle_fresh.py's programs)
+ROUNDED = {
+    (v, dt): float(torch.tensor(v, dtype=dt)) for v in (0.45, 2.2, 0.7, 0.3, 0.1, 0.35, 1.7, math.log(2.0)) for dt in LOW
+}
 
 
 class Variant(nn.Module):

@@ -61,21 +61,23 @@ def jobs(parts: Iterable[str], corpora: Iterable[str] = CORPORA) -> list[Job]:
     wanted, corpora = set(parts), set(corpora)
     out: list[Job] = []
     if "ordinary" in corpora:
+        from oracle_fresh import fresh_ordinary, fresh_part
         from ordinary_programs import ordinary_programs
 
         for p in ordinary_programs():
             out += [Job("ordinary", p.name, p.group, part(p.group).value, "benign", s) for s in BENIGN_SEEDS]
+        for p in fresh_ordinary():
+            out += [Job("ordinary", p.name, p.group, fresh_part(p.group), "benign", s) for s in BENIGN_SEEDS]
     if "family" in corpora:
         import oracle_corpus
+        from oracle_fresh import fresh_cases, fresh_part
 
         for fault, _ in oracle_corpus.one_ulp_cases():
             group = family_group(fault.name)
-            config = dict(fault.options or {})
-            where = part(group).value
-            for seed in FAULT_SEEDS:
-                for output in ("final", "own"):
-                    out.append(Job("family", fault.name, group, where, "fault", seed, output, fault.family, config))
-                out.append(Job("family", fault.name, group, where, "benign", seed, "own", "", config))
+            out += _family_jobs(fault, group, part(group).value, ("final", "own"))
+        for fault, _ in fresh_cases():
+            group = family_group(fault.name)
+            out += _family_jobs(fault, group, fresh_part(group), ("final",))
     if "realistic" in corpora:
         for name, group in _realistic_names():
             out += [Job("realistic", name, group, part(group).value, "benign", s) for s in BENIGN_SEEDS]
@@ -83,6 +85,16 @@ def jobs(parts: Iterable[str], corpora: Iterable[str] = CORPORA) -> list[Job]:
         for name, group in _zoo_names():
             out += [Job("zoo", name, group, part(group).value, "benign", s) for s in BENIGN_SEEDS]
     return [j for j in out if j.part in wanted]
+
+
+def _family_jobs(fault: Any, group: str, where: str, outputs: tuple[str, ...]) -> list[Job]:
+    """A fault program's jobs: per seed, the fault returning each of `outputs`, and its clean twin (benign)."""
+    config = dict(fault.options or {})
+    out = []
+    for seed in FAULT_SEEDS:
+        out += [Job("family", fault.name, group, where, "fault", seed, o, fault.family, config) for o in outputs]
+        out.append(Job("family", fault.name, group, where, "benign", seed, "own", "", config))
+    return out
 
 
 def _realistic_names() -> list[tuple[str, str]]:
@@ -126,16 +138,20 @@ def program(
 ) -> tuple[Callable[..., Any], Callable[[], Any], dict[str, Any]]:
     """The program of a job as (fn, inputs, compile_kwargs); a fault's compile_kwargs carry its Inductor pass."""
     if corpus == "ordinary":
+        from oracle_fresh import fresh_ordinary
         from ordinary_programs import ordinary_programs
 
-        snippet = next(p for p in ordinary_programs() if p.name == name)
+        snippet = next(p for p in [*ordinary_programs(), *fresh_ordinary()] if p.name == name)
         namespace: dict[str, Any] = {"__name__": "ordinary_program"}
         exec(compile(snippet.source, f"<{name}>", "exec"), namespace)
         return namespace["fn"], namespace["inputs"], {}
     import oracle_corpus
 
     if corpus == "family":
-        fault, clean = next((f, c) for f, c in oracle_corpus.one_ulp_cases() if f.name == name)
+        from oracle_fresh import fresh_cases
+
+        cases = oracle_corpus.one_ulp_cases() if not _is_fresh(name) else fresh_cases()
+        fault, clean = next((f, c) for f, c in cases if f.name == name)
         kwargs: dict[str, Any] = {}
         if expect == "fault":
             import inductor_faults
@@ -150,6 +166,12 @@ def program(
         return case.fn, case.inputs, {}
     case = next(c for c in oracle_corpus.zoo_models() if c.name == name)
     return case.fn, case.inputs, {}
+
+
+def _is_fresh(name: str) -> bool:
+    from oracle_fresh import fresh_cases
+
+    return any(f.name == name for f, _ in fresh_cases())
 
 
 def final_index(name: str) -> int:

@@ -95,3 +95,47 @@ def test_a_family_program_its_twin_and_its_dtypes_share_a_group() -> None:
     a = family_group("event encoder, phase remainder(t, 0.7) (bf16)")
     assert a == family_group("event encoder, phase remainder(t, 0.7) (fp16), clean")
     assert part(a) is Part.EVALUATION
+
+
+# issue #31's second evaluation (benchmarks/oracle_fresh.py): fresh programs split by their own salted hash, written
+# and frozen before the rule change they score; the calibration half of them may be developed on
+EVALUATION_2 = {
+    "<dt> conv net, weights fake-quantised to <dt>, rounding skipped",
+    "GLU gate, sigmoid as 1 - sigmoid(-g) (<dt>)",
+    "MLP, centred activation gelu(h) - 0.1 (<dt>)",
+    "MLP, log features log(|h| + 0.7) (<dt>)",
+    "batched matmul",
+    "binned features, edge ties off by one (<dt>)",
+    "conv features minus 0.35 -> pooled classifier (<dt>)",
+    "depthwise conv block",
+    "instance norm",
+    "logsumexp",
+    "pointwise mish",
+    "pointwise selu",
+    "pointwise sigmoid",
+    "pointwise softsign",
+    "pointwise sqrt",
+}
+FRESH_CALIBRATION = {
+    "MLP, power features |h| ** 1.7 (<dt>)",
+    "MLP, shifted softplus(h) - log 2 (<dt>)",
+    "conv1d temporal block",
+    "cross entropy",
+    "multihead attention module",
+    "periodic time feature remainder(t, 0.3) -> MLP (<dt>)",
+    "pointwise hardswish",
+    "pointwise logsigmoid",
+    "pointwise sin",
+    "residual MLP block",
+}
+
+
+def test_every_fresh_group_keeps_its_part() -> None:
+    from oracle_fresh import EVALUATION_2 as PART
+    from oracle_fresh import fresh_cases, fresh_ordinary, fresh_part
+
+    groups = {family_group(f.name) for f, _ in fresh_cases()} | {p.group for p in fresh_ordinary()}
+    assert groups == EVALUATION_2 | FRESH_CALIBRATION
+    assert {g for g in EVALUATION_2 if fresh_part(g) != PART} == set()
+    assert {g for g in FRESH_CALIBRATION if fresh_part(g) != "calibration"} == set()
+    assert not groups & (EVALUATION | CALIBRATION), "a fresh program must be new"
