@@ -62,6 +62,21 @@ def test_allclose_blind_signed_zero_is_divergent():
     assert (j.verdict, j.symptoms, m.signed_zero_mismatches) == (Verdict.DIVERGENT, (Symptom.SIGNED_ZERO,), 1)
 
 
+def test_a_zero_sign_the_reference_gives_neither_side_everywhere_is_evaluation_order_not_evidence():
+    """batch norm's x * scale + shift: zeros of either sign, the float64 run siding with compiled at some and with
+    eager at none: the zeros' signs are left out and the rest of the value is judged as usual."""
+    r = torch.tensor([0.0, 0.0, 1e-30, 2.0], dtype=torch.float64)
+    eager, compiled = torch.tensor([-0.0, -0.0, -0.0, 2.0]), torch.tensor([0.0, 0.0, 0.0, 2.0])
+    j, m, _ = judge(eager, compiled, r)
+    assert (j.verdict, m.signed_zero_mismatches, m.compiled_right, m.eager_right) == (Verdict.BENIGN, 3, 2, 0)
+    assert "not evidence" in j.explanation
+    far = torch.tensor([0.0, 0.0, 0.0, 2.5])  # beside them, a value far from the reference is still divergent
+    assert judge(eager, far, r)[0].verdict is Verdict.DIVERGENT
+    # a sign the reference gives eager at every differing zero (x + 0 with x = -0, remainder's sign) stays evidence
+    signed = torch.tensor([-0.0, -0.0, -0.0, 2.0], dtype=torch.float64)
+    assert judge(eager, compiled, signed)[0].verdict is Verdict.DIVERGENT
+
+
 def test_new_nan_is_divergent_even_without_reference():
     j, m, _ = judge(torch.tensor([1.0, 2.0]), torch.tensor([1.0, math.nan]))
     assert (j.verdict, m.nan_mismatches, m.worst_index) == (Verdict.DIVERGENT, 1, (1,))
