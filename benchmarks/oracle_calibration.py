@@ -366,10 +366,16 @@ def _cost(rows: list[dict[str, Any]]) -> str:
 
 
 def docs_section(
-    label: str, before: str | None, cost_file: Path | None, cost_engines: str, calibration: str | None = None
+    label: str,
+    before: str | None,
+    cost_file: Path | None,
+    cost_engines: str,
+    calibration: str | None = None,
+    evaluation2: str | None = None,
 ) -> str:
-    """docs/figures/oracle.md's generated section: both parts, the issue's false alarms, the cost. `calibration`: the
-    label of the calibration part's run, where it is not `label`'s."""
+    """docs/figures/oracle.md's generated section: the parts, the issue's false alarms, the cost. `calibration`: the
+    label of the calibration part's run, where it is not `label`'s; `evaluation2`: the label of the evaluation-2
+    part's run (benchmarks/oracle_fresh.py), if it ran."""
     import torch
 
     lines = [
@@ -379,6 +385,7 @@ def docs_section(
         "is written into Inductor for the compiled run only (`benchmarks/inductor_faults.py`). *Before*: the same jobs "
         "checked by the engine before issue #31 (main at 85b1829).",
         "",
+        *_evaluation2_section(evaluation2),
         "### Evaluation part (frozen by a hash before any threshold moved; reported once)",
         "",
         report("evaluation", label, before),
@@ -400,6 +407,19 @@ def docs_section(
             cost_report(cost_file, base, new),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _evaluation2_section(label: str | None) -> list[str]:
+    if label is None:
+        return []
+    return [
+        "### Evaluation part 2 (fresh programs, frozen before the rule change it scores; reported once)",
+        "",
+        f"Run `{label}`: benchmarks/oracle_fresh.py's programs of the evaluation-2 part, checked once with the rule "
+        "of the commit that landed after them; *before* is the first evaluation's engine where a column says so.",
+        "",
+        report("evaluation-2", label),
+    ]
 
 
 def _issue_alarms(label: str, before: str | None) -> str:
@@ -505,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cost", type=Path, help="the cost file of `cost`, with --cost-engines BASE,NEW")
     p.add_argument("--cost-engines", default="base,new")
     p.add_argument("--calibration-label", help="the calibration part's run, where it is not --label's")
+    p.add_argument("--evaluation2-label", help="the evaluation-2 part's run (reported once), for --write-docs")
     p.add_argument("--write-docs", action="store_true", help="write docs/figures/oracle.md's generated section")
     p.add_argument("--margins", type=Path, help="write the calibration part's margins record here (JSON)")
     c = sub.add_parser("cost", help="time each engine's check of the same jobs, alternating")
@@ -540,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_docs:
         if not args.final:
             parser.error("--write-docs writes the evaluation part's figures: it needs --final")
-        text = docs_section(args.label, args.before, args.cost, args.cost_engines, args.calibration_label)
+        text = docs_section(
+            args.label, args.before, args.cost, args.cost_engines, args.calibration_label, args.evaluation2_label
+        )
         from benchmarks.docs_pages import DOCS, write_section
 
         write_section(DOCS / "figures" / "oracle.md", "benchmarks/oracle_calibration.py", text)
