@@ -26,7 +26,7 @@ LONGER: dict[tuple[str, str], int] = {
     ("engine/child/leaves.py", "_children"): 64,
     ("engine/child/inside.py", "_judge_node"): 72,
     ("engine/judge/oracle.py", "_judge_against_reference"): 76,
-    ("engine/judge/oracle.py", "judge_values"): 68,
+    ("engine/judge/oracle.py", "judge_values"): 66,
     ("engine/judge/headline.py", "_headline"): 67,
     ("engine/judge/elements.py", "chunk"): 74,
 }

@@ -37,7 +37,7 @@ from engine.child import inductor_hooks
 from engine.child.faithful import uninitialized_op
 from engine.child.faithful_graph import written_inputs
 from engine.child.graph_nodes import exposable, node_op, site
-from engine.judge import family
+from engine.judge import elements, family
 from engine.judge.headline import where_inside
 from engine.judge.verdicts import Verdict
 from engine.nodes import InsideReport, NodeDiff, NodeEvidence, WorstElement
@@ -190,6 +190,7 @@ class Judged:
     items: list[family.Item] = field(default_factory=list)  # every judged buffer with element tests, for the budget
     evidence: list[NodeEvidence] = field(default_factory=list)  # the same, with where the decision put them
     fallbacks: dict[str, Verdict] = field(default_factory=dict)  # item -> its verdict if its element tests fall
+    differing: dict[str, int] = field(default_factory=dict)  # item -> elements that differ from eager's own value
 
 
 def judge(
@@ -250,7 +251,12 @@ def explain_by_precision(judged: Judged, under_emulation: Judged) -> None:
     for diff in judged.diffs:
         graph = next(g for g in judged.capture.graphs if g.index == diff.graph)
         unrounded = _unrounded_ancestors(graph, diff.node)
-        if (diff.graph, diff.node) not in still and unrounded:
+        if (
+            (diff.graph, diff.node) not in still
+            and unrounded
+            and _vanishes(judged, under_emulation, diff, len(unrounded))
+        ):
+            judged.notes.append(_counts_note(judged, under_emulation, diff))
             explained.append(
                 dataclasses.replace(
                     diff,
@@ -263,6 +269,37 @@ def explain_by_precision(judged: Judged, under_emulation: Judged) -> None:
             kept.append(diff)
     judged.diffs, judged.explained = kept, explained
     judged.seconds += under_emulation.seconds
+
+
+def _counts_note(judged: Judged, under_emulation: Judged, diff: NodeDiff) -> str:
+    name = item_name(diff.graph, diff.node)
+    before, after = judged.differing.get(name, 0), under_emulation.differing.get(name)
+    with_flag = "not stored with it" if after is None else f"{after:,} with it"
+    return f"{diff.node}: {before:,} element(s) differ from eager's own value without the flag, {with_flag}"
+
+
+def _vanishes(judged: Judged, under_emulation: Judged, diff: NodeDiff, unrounded: int) -> bool:
+    """Whether emulate_precision_casts takes the node's difference from eager's own value away. With the flag compiled
+    rounds where eager rounds, so its buffer is eager's op for op, except where two float32 results of one op (Sleef's
+    and ATen's, or a reduction's two orders) straddle a rounding midpoint of the dtype: at each of the `unrounded`
+    roundings on the path, an element within TIE_FACTOR x TIE_FLOOR_ULPS float32 ULPs of a midpoint, a share
+    2^(p - 24) of that width of the elements (p: the dtype's significand bits). Past that bound (and past N_MIN, the
+    fewest elements a test of the element rule reads as an effect) the difference did not vanish: a scalar kept
+    unrounded stays under the flag, where a judgement against eager's op-by-op values, whose own roundings are
+    steps wide, is too weak to call it divergent. A node the re-check did not store keeps the old reading."""
+    name = item_name(diff.graph, diff.node)
+    after = under_emulation.differing.get(name)
+    if after is None:
+        return True
+    bits = {"bfloat16": 8, "float16": 11}.get(_dtype_of(judged, diff), 24)
+    share = max(unrounded, 1) * elements.TIE_FACTOR * elements.TIE_FLOOR_ULPS * 2.0 ** (bits - 24)
+    return after <= max(elements.N_MIN, share * diff.numel)
+
+
+def _dtype_of(judged: Judged, diff: NodeDiff) -> str:
+    graph = next(g for g in judged.capture.graphs if g.index == diff.graph)
+    value = graph.values.get(diff.node)
+    return str(value.dtype).removeprefix("torch.") if isinstance(value, torch.Tensor) else ""
 
 
 def may_be_precision(judged: Judged) -> bool:
@@ -440,19 +477,32 @@ def _judge_graph(
     order = {n.name: i for i, n in enumerate(graph.reference.graph.nodes)}
     for name in sorted(keep, key=order.__getitem__):
         e, c = eager.get(name), graph.values[name]
-        if not isinstance(e, torch.Tensor) or e.dtype != c.dtype or e.numel() != c.numel():
-            continue
-        out.judged += 1
-        scale = _terms_scale(nodes[name], eager.get(terms.get(name, "")), e)
-        found, judgement = _judge_node(
-            nodes[name], e, c, ref.get(name), what, options, graph, program, twin.get(name), scale
-        )
-        if judgement is not None and judgement.tests:
-            out.items.append(family.Item(item_name(graph.index, name), family.Stage.INSIDE, judgement.tests))
-        if found is not None:
-            out.diffs.append(dataclasses.replace(found, kernel=kernels.get(name)))
-            if judgement is not None and judgement.fallback is not None:
-                out.fallbacks[item_name(graph.index, name)] = judgement.fallback.verdict
+        if isinstance(e, torch.Tensor) and e.dtype == c.dtype and e.numel() == c.numel():
+            scale = _terms_scale(nodes[name], eager.get(terms.get(name, "")), e)
+            judged = _judge_node(nodes[name], e, c, ref.get(name), what, options, graph, program, twin.get(name), scale)
+            _record(out, item_name(graph.index, name), judged, kernels.get(name), _differing(e, c))
+
+
+def _record(out: Judged, name: str, judged: tuple[NodeDiff | None, Any], kernel: str | None, differing: int) -> None:
+    """One stored buffer's judgement into the check's record of them."""
+    found, judgement = judged
+    out.judged += 1
+    out.differing[name] = differing
+    if judgement is not None and judgement.tests:
+        out.items.append(family.Item(name, family.Stage.INSIDE, judgement.tests))
+    if found is not None:
+        out.diffs.append(dataclasses.replace(found, kernel=kernel))
+        if judgement is not None and judgement.fallback is not None:
+            out.fallbacks[name] = judgement.fallback.verdict
+
+
+def _differing(e: torch.Tensor, c: torch.Tensor) -> int:
+    """How many elements of compiled's buffer differ from eager's own value, bit for bit (NaN payloads aside)."""
+    c = c.reshape(e.shape)
+    same = (e == c) & (torch.signbit(e) == torch.signbit(c)) if e.is_floating_point() else e == c
+    if e.is_floating_point():
+        same |= torch.isnan(e) & torch.isnan(c)
+    return int((~same).sum())
 
 
 def _run_graph(
@@ -535,10 +585,13 @@ def _twin(
     }
     if not low:
         return {}
+    # a graph that draws: the float64 run takes the eager run's draws (as the reference did), not float32 draws of
+    # its own, which are other numbers; so the eager run goes first, drawing as compiled drew
+    draws = any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()) for n in graph.reference.graph.nodes)
     try:
-        with Float32Arithmetic():
+        with _drawing_as(graph.rng if draws else None), Float32Arithmetic():
             _, twin, _ = faithful_graph.run(
-                graph.reference, graph.inputs or [], roundings, keep=low, given=given, eager=False
+                graph.reference, graph.inputs or [], roundings, keep=low, given=given, eager=draws
             )
     except Exception as exc:  # ties then get a floor of a few float32 ULPs (engine/judge/elements.py)
         notes.append(f"graph {graph.index}: no float32 twin of the graph ({type(exc).__name__}: {str(exc)[:120]})")

@@ -74,11 +74,7 @@ def judge_values(
     one; `budget`: the share of the false-alarm budget this value's element tests may use (all of it, judged alone)."""
     if m.mismatches == 0:
         return Judgement(Verdict.MATCH, (), f"bit-identical over {m.numel} element(s)")
-    where = (
-        f" (worst at {list(m.worst_index)}: eager {m.eager_value}, compiled {m.compiled_value})"
-        if m.worst_index is not None
-        else ""
-    )
+    where = _worst_at(m)
     special = _special_value_symptoms(m)
     if special == (Symptom.SIGNED_ZERO,) and not strict and _zero_signs_are_order(m):
         return _beside_zero_signs(m, factor, noise_ulps, faithful, budget)
@@ -131,6 +127,12 @@ def judge_values(
             Witness.TOLERANCE,
         )
     return _judge_against_reference(m, factor, noise_ulps, drift, where, faithful, budget)
+
+
+def _worst_at(m: ValueMetrics) -> str:
+    if m.worst_index is None:
+        return ""
+    return f" (worst at {list(m.worst_index)}: eager {m.eager_value}, compiled {m.compiled_value})"
 
 
 def _zero_signs_are_order(m: ValueMetrics) -> bool:
