@@ -311,7 +311,9 @@ def scalar_op(
 # each Python scalar of the programs below as eager rounds it (a table: torch.tensor() in forward would break the graph)
 # (0.1, 0.35, 1.7 and log 2: benchmarks/oracle_fresh.py's programs)
 ROUNDED = {
-    (v, dt): float(torch.tensor(v, dtype=dt)) for v in (0.45, 2.2, 0.7, 0.3, 0.1, 0.35, 1.7, math.log(2.0)) for dt in LOW
+    (v, dt): float(torch.tensor(v, dtype=dt))
+    for v in (0.45, 2.2, 0.7, 0.3, 0.1, 0.35, 1.7, math.log(2.0))
+    for dt in LOW
 }
 
 
