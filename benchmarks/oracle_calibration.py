@@ -582,7 +582,11 @@ def write_margins(part: str, label: str, path: Path) -> None:
 
     if part != "calibration":
         raise SystemExit("margins are read on the calibration part only")
-    text = json.dumps(oracle_margins.record(load(label, part), label, torch.__version__), indent=1)
+    record = oracle_margins.record(load(label, part), label, torch.__version__)
+    checks = record.pop("checks")
+    lines = [json.dumps(c, separators=(",", ":")) for c in checks]  # a check per line: a new run diffs by check
+    text = json.dumps(record)[:-1] + ', "checks": [\n' + ",\n".join(lines) + "\n]}"
+    json.loads(text)
     path.write_text(text + "\n")
     print(f"wrote {path} ({len(text):,} characters)")
 
