@@ -170,6 +170,60 @@ def test_a_config_culprit_is_named_by_the_lowering_the_bisector_narrows_to() -> 
     assert "`layout_optimization=False`" in c.next_step and "workaround" in c.next_step
 
 
+POOL = """import torch
+import torch.nn.functional as F
+
+
+def fn(x, w):
+    c = F.conv2d(x, w)
+    return F.max_pool2d(c, 3)
+"""
+POOL_GRAPH = """class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[1, 2, 9, 9][162, 81, 9, 1]cpu", L_w_: "f32[2, 2, 1, 1][2, 1, 1, 1]cpu"):
+        l_x_ = L_x_
+        l_w_ = L_w_
+
+        # File: /tmp/x.py:6 in fn, code: c = F.conv2d(x, w)
+        c: "f32[1, 2, 9, 9][162, 81, 9, 1]cpu" = torch.conv2d(l_x_, l_w_);  l_x_ = l_w_ = None
+
+        # File: /tmp/x.py:7 in fn, code: return F.max_pool2d(c, 3)
+        max_pool2d: "f32[1, 2, 3, 3][18, 9, 3, 1]cpu" = torch.nn.functional.max_pool2d(c, 3);  c = None
+        return (max_pool2d,)
+"""
+
+
+def test_a_library_call_the_bisector_names_stands_for_the_op_computing_its_input() -> None:
+    """pytorch#185509's shape: narrowed from layout_optimization, the bisector names convolution_backward, which
+    Inductor runs as a library call (eager's own kernel): its lowering only changes the layout of its input, so the
+    op is the one computing that input before it, max_pool2d's backward (its scatter_add and gradient sum)."""
+    nodes = (
+        NodeOrigin("convolution", "aten.convolution.default", 6),
+        NodeOrigin("scatter_add", "aten.scatter_add.default", 7),
+        NodeOrigin("view_4", "aten.reshape.default", 7),
+        NodeOrigin("add_7", "aten.add.Tensor", 7),
+        NodeOrigin("convolution_backward", "aten.convolution_backward.default", 6),
+    )
+    fused = KernelOrigin(
+        "cpp_fused_add_convolution_backward_max_pool2d_with_indices_backward_0", 0,
+        lines=(SourceLine(6, ""), SourceLine(7, "")),
+    )  # fmt: skip
+    extern = KernelOrigin(
+        "torch.ops.aten.convolution_backward.default", 1, lines=(SourceLine(6, ""), SourceLine(7, "")), extern=True
+    )
+    check = _check(POOL_GRAPH, nodes, (_leaf("grad args[0]", LeafKind.GRADIENT),), kernels=(fused, extern))
+    bisect = BisectReport(
+        "found", "inductor", "inductor_layout_optimization", 0, "inductor_layout_optimization",
+        narrowed_number=4, narrowed_op="convolution_backward",
+    )  # fmt: skip
+    intermediates = IntermediatesReport("backward-not-compared", "the divergent leaves are gradients")
+    c = conclude(Localization(_ladder(), bisect, intermediates), check, POOL)
+    assert (c.stage, c.workaround, c.op, c.line) == (Stage.CONFIG, "layout_optimization=False", "max_pool2d", 7)
+    assert [(s.op, s.line) for s in c.also] == [("aten.convolution_backward.default", 6)]
+    assert "a library call that computes eager's values" in c.sentence, c.sentence
+    assert "`return F.max_pool2d(c, 3)` (line 7, max_pool2d), which kernel" in c.sentence
+    assert "keeps `max_pool2d` on line 7" in c.next_step
+
+
 def test_a_mutated_input_is_placed_on_its_writers_when_no_node_diverges() -> None:
     nodes = (
         NodeOrigin("index_put", "aten.index_put_.default", 5),
@@ -258,7 +312,53 @@ def test_a_reinplacing_pass_names_the_op_it_made_in_place_on_the_line_it_came_fr
     assert "graph pass reinplace_inplaceable_ops" in c.sentence and "made it an in-place op" in c.sentence
     lowering = BisectReport("found", "inductor", "lowerings", 2, "slice_tensor")
     c = conclude(Localization(_ladder(), lowering), check, MUTATION)
-    assert (c.op, c.line) == ("aten.slice.Tensor", 6)  # the line of the slice it was made from
+    # the line of the slice it was made from; a view computes nothing: the op is the write through it on that line
+    assert (c.op, c.line) == ("add_", 6) and [(s.op, s.line) for s in c.also] == [("aten.slice.Tensor", 6)]
+
+
+HASHING = """import torch
+
+
+def fn(ids):
+    mixed = ids.view(torch.int32) * 31
+    ids[:, 1:3] = 0
+    return mixed
+"""
+HASHING_GRAPH = """class GraphModule(torch.nn.Module):
+    def forward(self, L_ids_: "i64[5, 8][8, 1]cpu"):
+        l_ids_ = L_ids_
+
+        # File: /tmp/x.py:5 in fn, code: mixed = ids.view(torch.int32) * 31
+        view: "i32[5, 16][16, 1]cpu" = l_ids_.view(torch.int32)
+        mixed: "i32[5, 16][16, 1]cpu" = view * 31;  view = None
+
+        # File: /tmp/x.py:6 in fn, code: ids[:, 1:3] = 0
+        l_ids_[(slice(None, None, None), slice(1, 3, None))] = 0;  setitem = l_ids_;  l_ids_ = setitem = None
+        return (mixed,)
+"""
+
+
+def test_a_view_the_bisector_names_stands_for_the_write_through_it() -> None:
+    """pytorch#198101's shape: the bisector names the lowering of the slice a pass made for `ids[:, 1:3] = 0`. A view
+    computes nothing; the op is the write through it, fused into one kernel with an earlier read of `ids`."""
+    nodes = (
+        NodeOrigin("view", "aten.view.dtype", 5),
+        NodeOrigin("mul", "aten.mul.Tensor", 5),
+        NodeOrigin("slice_1", "aten.slice.Tensor", 6),
+        NodeOrigin("copy", "aten.copy.default", 6),
+        NodeOrigin("slice_tensor", "aten.slice.Tensor", None),  # made by the reinplacing pass
+        NodeOrigin("copy__default", "aten.copy_.default", None),
+    )
+    kernel = KernelOrigin(
+        "cpp_fused_mul_slice_view_0", 0, nodes=("mul", "slice_tensor", "copy__default"),
+        lines=(SourceLine(5, ""), SourceLine(6, "")),
+    )  # fmt: skip
+    check = _check(HASHING_GRAPH, nodes, (_leaf("out"),), kernels=(kernel,))
+    c = conclude(Localization(_ladder(), _lowering("slice_tensor", 4)), check, HASHING)
+    assert (c.stage, c.op, c.line) == (Stage.LOWERING, "setitem", 6)
+    assert [(s.op, s.line) for s in c.also] == [("aten.slice.Tensor", 6)]
+    assert "the view `slice` through which `ids[:, 1:3] = 0` (line 6, setitem) writes" in c.sentence, c.sentence
+    assert "cpp_fused_mul_slice_view_0" in c.sentence and "line 5 reads the input `ids`" in c.sentence
 
 
 def test_a_pattern_pass_names_the_op_it_put_in_place_of_the_users() -> None:

@@ -112,7 +112,7 @@ def conclude(loc: Localization, check: CheckResult | None = None, program: str =
         leaf for leaf in (check.leaves if check else ()) if leaf.verdict in (Verdict.DIVERGENT, Verdict.PRECISION_CAST)
     ]
     node, node_detail = _node(loc, sites, check)
-    bisected = _bisected(loc, sites)
+    bisected, via = _bisected(loc, sites)
     mutated = [leaf for leaf in divergent if leaf.kind is LeafKind.MUTATED_INPUT]
     writers = _writers(mutated, sites)
     stage, workaround = _stage(loc)
@@ -133,12 +133,26 @@ def conclude(loc: Localization, check: CheckResult | None = None, program: str =
         site, also = writes[-1], list(writes[:-1])
     else:
         site = None
+    if via is not None and site is bisected:
+        also.append(via.named)  # the view or library call the bisector literally names
     if site is not None and stage is Stage.UNKNOWN:
         stage = Stage.LOWERING if bisected is not None else stage
     findings = _findings(loc, site, node, bisected, mutated, writers, sites)
     pass_name = loc.bisect.debug_info if loc.bisect is not None and stage is Stage.GRAPH_PASS else None
     sentence = _sentence(
-        stage, site, node, node_detail, bisected, mutated, writers, reconcile, sites, divergent, workaround, pass_name
+        stage,
+        site,
+        node,
+        node_detail,
+        bisected,
+        mutated,
+        writers,
+        reconcile,
+        sites,
+        divergent,
+        workaround,
+        pass_name,
+        via=via,
     )
     return Conclusion(
         stage,
@@ -178,7 +192,40 @@ def _node(loc: Localization, sites: ProgramSites, check: CheckResult | None = No
     return site, f"{share}; {detail}" if detail else share
 
 
-def _bisected(loc: Localization, sites: ProgramSites) -> Site | None:
+@dataclass(frozen=True)
+class _Via:
+    """What the bisector literally names, where the op to look at is another: a view (the op reading or writing
+    through it), or a library call (the op computing its input). `node`: the lowered node's name, if one."""
+
+    named: Site
+    node: str | None
+    extern: bool
+
+
+def _bisected(loc: Localization, sites: ProgramSites) -> tuple[Site | None, _Via | None]:
+    """The op the bisector's finding points at, and what it literally names where that is another op.
+
+    A view's lowering computes no value: what it changes is where its user reads or writes, so the user's op on that
+    line is the one to look at. A library call (extern kernel) computes eager's values on the layout it is given, so
+    its lowering can only change that layout: the values that differ are computed before it, by the op writing its
+    input (pytorch#185509: convolution_backward's lowering asks for channels-last, and max_pool2d's backward,
+    fused before it, computes wrong in that layout)."""
+    named = _bisector_op(loc, sites)
+    b = loc.bisect
+    if named is None or b is None:
+        return named, None
+    node = b.debug_info if b.subsystem == "lowerings" else b.narrowed_op
+    used = sites.through_view(named)
+    if used != named:
+        return used, _Via(named, node, extern=False)
+    lowered = b.subsystem == "lowerings" or b.narrowed_op is not None
+    fed = sites.feeding(named) if lowered and sites.extern(named) else None
+    if fed is not None:
+        return fed, _Via(named, node, extern=True)
+    return named, None
+
+
+def _bisector_op(loc: Localization, sites: ProgramSites) -> Site | None:
     b = loc.bisect
     if b is None or b.status != "found":
         return None
@@ -380,10 +427,12 @@ def _sentence(
     divergent: list[LeafResult],
     workaround: str | None = None,
     pass_name: str | None = None,
+    *,
+    via: _Via | None = None,
 ) -> str:
     if site is None:
         return _unplaced(stage)
-    lead = _lead(stage, site, node, node_detail, bisected, mutated, writers, sites, pass_name)
+    lead = _lead(stage, site, node, node_detail, bisected, mutated, writers, sites, pass_name, via=via)
     own = {sites.parameter(leaf.name) for leaf in mutated} if writers and site in writers else set()
     later = [(p, w) for p, w in _later_input_writes(site, sites) if p not in own]
     if later:
@@ -424,6 +473,8 @@ def _lead(
     writers: tuple[Site, ...],
     sites: ProgramSites,
     pass_name: str | None,
+    *,
+    via: _Via | None = None,
 ) -> str:
     """What the sentence opens with: by which step's evidence the site is where compile changes the answer."""
     if site is node and node is not None:
@@ -448,15 +499,53 @@ def _lead(
         pass_words = f"Inductor's graph pass {pass_name or '?'}"
         return f"The bisector traces the divergence to {pass_words} at {site.describe()}: it {did}"
     if site is bisected:
-        lead = f"The bisector traces the divergence to Inductor's lowering of {site.describe()}"
-        fused = sites.fused_with(site, None)
-        if fused is not None and fused[1]:
-            lead += f", which kernel {fused[0]} computes together with {', '.join(s.describe() for s in fused[1])}"
-        return lead
+        return _bisector_lead(site, sites, via)
     return (
         f"The divergence is born in {stage.words}; the program's in-place write {site.describe()} "
         "is what that layer handles"
     )
+
+
+def _bisector_lead(site: Site, sites: ProgramSites, via: _Via | None) -> str:
+    """The sentence's opening where the bisector's lowering names the op: that op, or the op a view or a library call
+    it names stands for, and the kernel that computes it with other lines."""
+    if via is None:
+        lead = f"The bisector traces the divergence to Inductor's lowering of {site.describe()}"
+    elif via.extern:
+        lead = (
+            f"The bisector names Inductor's lowering of {via.named.describe()}, a library call that computes eager's "
+            "values on whatever layout it is given, so its lowering changes only the layout of its input: the values"
+            f" that differ are computed before it, by {site.describe()}"
+        )
+    else:
+        writes = site.name == "setitem" or site.name.endswith("_")
+        lead = (
+            f"The bisector traces the divergence to Inductor's lowering of the view `{via.named.name}` through which"
+            f" {site.describe()} {'writes' if writes else 'reads'}"
+        )
+    fused = sites.fused_with(site, via.node if via is not None and not via.extern else None)
+    if fused is not None and fused[1]:
+        lead += f", which kernel {fused[0]} computes together with {', '.join(s.describe() for s in fused[1])}"
+        lead += _read_before_written(site, fused[1], sites)
+    return lead
+
+
+def _read_before_written(site: Site, fused: tuple[Site, ...], sites: ProgramSites) -> str:
+    """Where the site writes an input in place and a line before it, in the same kernel, reads that input: the
+    hazard of a read scheduled after the write (pytorch#198101's shape), said as such."""
+    written = [p for p in sites.parameters if site in sites.writers(p)]
+    for name in written:
+        readers = [
+            s for s in fused if s.line is not None and site.line is not None and s.line < site.line and
+            re.search(rf"\b{re.escape(name)}\b", s.code)
+        ]  # fmt: skip
+        if readers:
+            lines = ", ".join(f"line {s.line}" for s in readers)
+            return (
+                f"; {lines} read{'s' if len(readers) == 1 else ''} the input `{name}` that this line then overwrites"
+                ", in the same kernel: compiled may read it after the write"
+            )
+    return ""
 
 
 def _next_step(

@@ -238,6 +238,40 @@ class ProgramSites:
         ]
         return tuple(dict.fromkeys(out))
 
+    def through_view(self, site: Site) -> Site:
+        """A view (a slice, a select, a reshape) computes no value: its lowering only decides where the op using it
+        reads or writes. For a view on a program line, the op the user wrote there: the line's in-place write
+        (`ids[:, 1:3] = 0` is a setitem through a slice), else its first call that is not a view; the view itself
+        where the line records none."""
+        if base_name(site.op) not in _PLUMBING or site.line is None:
+            return site
+        calls = [c for s in self.statements if s.line == site.line for c in s.calls]
+        writes = [c for c in calls if c == "setitem" or (c.endswith("_") and not c.startswith("_"))]
+        real = [c for c in calls if base_name(c) not in _PLUMBING]
+        chosen = writes[-1:] or real[:1]
+        return self.site(chosen[0], site.line) if chosen else site
+
+    def extern(self, site: Site) -> bool:
+        """Whether Inductor runs the op as a library call (extern_kernels.convolution, an ATen fallback): eager's own
+        kernel, so it computes eager's values on whatever layout it is given."""
+        return any(k.extern and site.name in k.name for graph in self.kernels for k in graph)
+
+    def feeding(self, site: Site) -> Site | None:
+        """The op computed last before `site` in its lowered graph on another program line, views left out: what
+        writes the input of an op that reads it (a library call's operand). On that line, the user's own call."""
+        for graph in self.nodes:
+            at = next(
+                (i for i, n in enumerate(graph) if n.line == site.line and base_name(n.op) == base_name(site.op)), None
+            )
+            if at is None:
+                continue
+            for n in reversed(graph[:at]):
+                if n.line is not None and n.line != site.line and base_name(n.op) not in _PLUMBING:
+                    calls = [c for s in self.statements if s.line == n.line for c in s.calls]
+                    real = [c for c in calls if base_name(c) not in _PLUMBING]
+                    return self.site(real[0] if real else n.op, n.line)
+        return None
+
     def parameter(self, leaf: str) -> str | None:
         """`input args[1]` -> the entry point's second parameter's name (`src`); `input kwargs['x']` -> `x`."""
         m = re.match(r"^input args\[(\d+)\]", leaf)
