@@ -13,6 +13,8 @@ import warnings
 from collections.abc import Callable
 from typing import TypeVar, cast
 
+from minimizer.scopes import Definitions, broken, unbound_reads
+
 N = TypeVar("N", bound=ast.AST)
 
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__"}
@@ -79,11 +81,12 @@ def used_names(tree: ast.AST) -> set[str]:
 
 
 def statically_plausible(source: str) -> bool:
-    """False for a candidate that cannot run: it does not parse, or it reads a name nothing defines."""
+    """False for a candidate that cannot run: it does not parse, or it reads a name nothing defines (in its scope,
+    before it: `minimizer.scopes`)."""
     tree = parse(source)
     if tree is None:
         return False
-    return used_names(tree) <= defined_names(tree) | _BUILTINS
+    return used_names(tree) <= defined_names(tree) | _BUILTINS and unbound_reads(tree) is None
 
 
 def nodes_of(
@@ -124,13 +127,16 @@ def fresh(source: str) -> ast.Module:
 
 
 def keeps_style(original: str) -> Callable[[str], bool]:
-    """`statically_plausible`, and the candidate still fits the original's snippet style.
+    """`statically_plausible`, the candidate still fits the original's snippet style, and it relies on nothing of the
+    original's definitions that it deleted (`minimizer.scopes.broken`: a `self.X`, a config field, a base __init__).
 
     Deleting `def fn`, `inputs` or the torch.compile call of a verbatim repro leaves a program the engine
     refuses outright; rejecting it here spares the worker a round trip.
     """
     from engine.snippet import SnippetError, SnippetStyle, detect_style
 
+    tree = parse(original)
+    definitions = Definitions.of(tree) if tree is not None else None
     try:
         style = detect_style(original)
     except SnippetError:
@@ -140,6 +146,9 @@ def keeps_style(original: str) -> Callable[[str], bool]:
 
     def plausible(source: str) -> bool:
         if not statically_plausible(source):
+            return False
+        candidate = parse(source)
+        if candidate is None or definitions is not None and broken(candidate, definitions) is not None:
             return False
         try:
             return detect_style(source) in allowed

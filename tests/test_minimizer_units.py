@@ -135,7 +135,7 @@ def test_should_stop_ends_a_reduction_before_the_next_oracle_batch() -> None:
 
 
 def test_candidates_that_lose_the_snippet_style_never_reach_the_oracle() -> None:
-    source = "import torch\n\ndef fn(x):\n    return x\n\ndef inputs():\n    return (torch.ones(1),)\n"
+    source = "import torch\n\ndef fn(x):\n    print(x)\n    return x\n\ndef inputs():\n    return (torch.ones(1),)\n"
     asked: list[str] = []
     problem = Problem(
         source, PredicateOracle(lambda s: asked.append(s) is None and False), plausible=keeps_style(source)
@@ -263,3 +263,21 @@ def test_a_budget_that_runs_out_in_the_graph_paths_bisection_keeps_the_best_cut_
     assert stats.budget_exhausted and len(calls) == 3
     assert "class Net" not in problem.current and 4 <= problem.current.count("torch.sin(") < 20, problem.current
     assert sort_key(problem.current) < sort_key(canonical(source))
+
+
+def test_the_graph_rewrite_of_a_no_grad_region_is_a_no_grad_function() -> None:
+    # an inference wrapper (`with torch.no_grad(): return self.model(x)`): its two grad switches are statements whose
+    # value nothing reads, so tidying the rewrite dropped them and every graph-path candidate ran with gradients on
+    graph = GRAPH.replace(
+        "        l_x_ = L_x_\n\n",
+        "        l_x_ = L_x_\n\n"
+        "        _set_grad_enabled = torch._C._set_grad_enabled(False);  _set_grad_enabled = None\n",
+    ).replace(
+        "        return (div,)",
+        "        _set_grad_enabled_1 = torch._C._set_grad_enabled(True);  _set_grad_enabled_1 = None\n"
+        "        return (div,)",
+    )
+    rewritten = rewrite_with_graph(MODULE_SOURCE, (graph,))
+    assert rewritten is not None and "@torch.no_grad()\ndef fn(x):" in rewritten, rewritten
+    assert "_set_grad_enabled" not in rewritten
+    assert "@torch.no_grad" not in (rewrite_with_graph(MODULE_SOURCE, (GRAPH,)) or "")
