@@ -139,7 +139,7 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
         else:
             renames[arg.arg] = re.sub(r"\W", "_", plain)
             user.append(renames[arg.arg])
-    body = _plain_body(forward, renames)
+    body, no_grad = _without_grad_switches(_plain_body(forward, renames))
     module = ast.Module(body=body, type_ignores=[])
     for node in ast.walk(module):
         if isinstance(node, ast.Name) and node.id in renames:
@@ -152,11 +152,42 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
         name=name,
         args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=body or [ast.Pass()],
-        decorator_list=[],
+        decorator_list=[ast.parse("torch.no_grad()", mode="eval").body] if no_grad else [],
         returns=None,
         lineno=1,
     )
     return GraphFunction(function, tuple(user), tuple(lifted))
+
+
+def _grad_switch(stmt: ast.stmt) -> bool | None:
+    """`torch._C._set_grad_enabled(False)` (as an assignment or a bare call) -> False; None for any other
+    statement."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "_set_grad_enabled"
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.Constant)
+    ):
+        return bool(value.args[0].value)
+    return None
+
+
+def _without_grad_switches(body: list[ast.stmt]) -> tuple[list[ast.stmt], bool]:
+    """A region that turns gradients off for all its work (`with torch.no_grad():` around the call, an inference
+    wrapper) as a body without the switches and True: the function is then written `@torch.no_grad()`.
+
+    The switches are statements whose value nothing reads, so dead-code removal would drop them and the region would
+    run with gradients on (refused: another no-grad state). Only the shape off first, back on at the end is folded;
+    any other body is returned as it is.
+    """
+    switches = [(i, _grad_switch(s)) for i, s in enumerate(body) if _grad_switch(s) is not None]
+    if not switches or [on for _, on in switches] not in ([False], [False, True]) or switches[0][0] != 0:
+        return body, False
+    if len(switches) == 2 and any(not isinstance(s, ast.Return) for s in body[switches[1][0] + 1 :]):
+        return body, False
+    return [s for i, s in enumerate(body) if i not in {k for k, _ in switches}], True
 
 
 def _plain_body(forward: ast.FunctionDef, renames: dict[str, str]) -> list[ast.stmt]:
