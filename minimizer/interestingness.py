@@ -257,6 +257,9 @@ class DivergenceOracle:
         self._guarded_kernels: tuple[str, ...] | None = None
         self.pass_name: Callable[[], str] = lambda: "start"  # the reduction's current pass, for the refusals' record
         self.refused: list[Refusal] = []  # the first REFUSALS_KEPT candidates refused, with what each lost
+        # where the candidates' seconds go: per stage of their checks (queued, compiling, ...), and per outcome
+        self.stage_seconds: Counter[str] = Counter()
+        self.outcome_seconds: Counter[Outcome] = Counter()
         self.last: dict[
             str, Checked
         ] = {}  # the last full run of a candidate, by source (the final one feeds the report)
@@ -363,6 +366,8 @@ class DivergenceOracle:
         outcomes = [(classify(self.signature, c.result), c.result) for c in checked]
         for candidate, (outcome, result), run in zip(candidates, outcomes, checked, strict=False):
             self.outcomes[outcome] += 1
+            self.stage_seconds.update(result.stage_seconds)
+            self.outcome_seconds[outcome] += sum(result.stage_seconds.values())
             if outcome is not Outcome.INTERESTING:
                 self._record(candidate, outcome, result)
             if outcome is Outcome.INTERESTING:

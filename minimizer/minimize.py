@@ -75,6 +75,9 @@ class MinimizeResult:
     title: str | None = None  # the issue's title (GitHub's title field; the report is its body)
     refusals: tuple[Refusal, ...] = ()  # the first candidates refused, each with its pass, verdict and what it lost
     body: Settled | None = None  # the issue body's script as it ran: its printed values, the side that is wrong
+    # where the candidates' checks spent their seconds: per stage (queued, compiling, ...) and per outcome, summed
+    stage_seconds: tuple[tuple[str, float], ...] = ()
+    outcome_seconds: tuple[tuple[str, float], ...] = ()
 
 
 def minimize(
@@ -245,6 +248,8 @@ class _Context:
             guard_seconds=self.oracle.guard_seconds,
             refused=tuple(sorted(self.oracle.refusals().items())),
             refusals=tuple(self.oracle.refused),
+            stage_seconds=tuple(self.oracle.stage_seconds.most_common()),
+            outcome_seconds=tuple((o.value, s) for o, s in self.oracle.outcome_seconds.most_common()),
             **outcome,
         )
 
@@ -453,7 +458,12 @@ def _confirm(ctx: _Context, problem: Problem) -> _Confirmation:
         final_run = ctx.oracle.final_check(final)
         repro, check = verifying.result()
     fell_back = False
-    if check is not None and not check.reproduces and not ctx.stop():
+    if check is not None and check.exit_code is None and not ctx.stop():
+        # it ran out of time, which says nothing about whether it reproduces; every earlier candidate is larger and
+        # would take longer still, so bisecting the history for one whose repro does would only time out again
+        why = check.output.partition("\n")[0]
+        ctx.note(f"the repro of the final candidate ran out of time in a fresh process ({why}); no fall back")
+    elif check is not None and not check.reproduces and not ctx.stop():
         ctx.note(
             f"the repro of the final candidate did not reproduce in a fresh process (exit {check.exit_code}):"
             f" {_last_line(check.output)}"
