@@ -137,6 +137,7 @@ def keeps_style(original: str) -> Callable[[str], bool]:
 
     tree = parse(original)
     definitions = Definitions.of(tree) if tree is not None else None
+    wraps_inputs = tree is not None and bool(input_tuples(tree))  # `inputs()` must still return a tuple or list
     try:
         style = detect_style(original)
     except SnippetError:
@@ -149,6 +150,8 @@ def keeps_style(original: str) -> Callable[[str], bool]:
             return False
         candidate = parse(source)
         if candidate is None or definitions is not None and broken(candidate, definitions) is not None:
+            return False
+        if not inputs_fit(candidate) or wraps_inputs and not input_tuples(candidate):
             return False
         try:
             return detect_style(source) in allowed
@@ -308,3 +311,21 @@ def tidy_tree(tree: ast.Module) -> None:
     """The clean-ups that practically never change what the program computes, in place (the oracle still checks)."""
     drop_docstrings(tree)
     prune(tree)
+
+
+def inputs_fit(tree: ast.Module) -> bool:
+    """Every literal input tuple has as many elements as the entry point takes arguments (defaults and *args
+    counted): a candidate that shrank one without the other fails with `fn() missing 1 required positional
+    argument`."""
+    entry = entry_function(tree)
+    if entry is None or entry.args.kwonlyargs and any(d is None for d in entry.args.kw_defaults):
+        return True
+    params = [a for a in [*entry.args.posonlyargs, *entry.args.args] if a.arg != "self"]
+    least = len(params) - len(entry.args.defaults)
+    most = None if entry.args.vararg is not None else len(params)
+    for t in input_tuples(tree):
+        if any(isinstance(e, ast.Starred) for e in t.elts):
+            continue
+        if len(t.elts) < least or most is not None and len(t.elts) > most:
+            return False
+    return True

@@ -130,3 +130,12 @@ def test_deleting_a_statement_the_rest_reads_never_reaches_the_oracle() -> None:
     for candidate in asked:  # none reads `y` or `self.scale` after deleting what bound it
         assert ("y = x" in candidate) >= ("y + 1" in candidate), candidate
         assert ("self.scale = " in candidate) >= ("self.scale" in candidate), candidate
+
+
+def test_an_input_tuple_that_no_longer_fits_the_entry_point_never_reaches_the_oracle() -> None:
+    original = "import torch\n\ndef fn(x, y=1):\n    return x * y\n\ndef inputs():\n    return (torch.ones(2), 3)\n"
+    plausible = keeps_style(original)
+    assert plausible(original) and plausible(original.replace("(torch.ones(2), 3)", "(torch.ones(2),)"))
+    assert not plausible(original.replace("(torch.ones(2), 3)", "()"))  # fn() missing 1 required positional argument
+    assert not plausible(original.replace("(torch.ones(2), 3)", "(torch.ones(2), 3, 4)"))  # one too many
+    assert not plausible(original.replace("(torch.ones(2), 3)", "torch.ones(2)"))  # inputs() must return a tuple
