@@ -116,10 +116,12 @@ def verified(program: str, options: CheckOptions, runner: Runner, work: Path) ->
     return verify(script, runner.python, 300, work, inductor_cache=runner.cache_dir).reproduces
 
 
-def run_ours(name: str, source: str, meta: dict[str, object], runner: Runner, work: Path, budget: float) -> Row:
+def run_ours(
+    name: str, source: str, meta: dict[str, object], runner: Runner, work: Path, budget: float, timeout: float = 120
+) -> Row:
     result = minimize(
         source,
-        CheckOptions(device="cpu", timeout_s=120),
+        CheckOptions(device="cpu", timeout_s=timeout),
         runner,
         work,
         budget_s=max(30.0, budget - OURS_MARGIN_S),
@@ -129,7 +131,9 @@ def run_ours(name: str, source: str, meta: dict[str, object], runner: Runner, wo
     )
     same, why = same_bug(meta, result.final_check, result.confirmed)
     refused = ", ".join(f"{n} {o}" for o, n in result.refused)
-    note = f"{why}; {result.guard_calls} start guards ({result.guard_seconds:.0f} s); refused: {refused}" + (
+    stages = dict(result.stage_seconds)
+    spent = f"candidates' checks {sum(stages.values()):.0f} s, compiling {stages.get('compiling', 0):.0f} s"
+    note = f"{why}; {result.guard_calls} start guards ({result.guard_seconds:.0f} s); {spent}; refused: {refused}" + (
         "; fell back" if result.fell_back else ""
     )
     return Row(
@@ -288,6 +292,9 @@ def main() -> int:
         help="one Inductor cache per tool below it (the minifier's is always cold)",
     )
     parser.add_argument("--json", type=Path, help="also write every row as JSON")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="ours: one check's wall-time limit (raise it on a loaded machine)"
+    )
     args = parser.parse_args()
     meta = corpus()
     tools = args.tools.split(",")
@@ -311,7 +318,7 @@ def main() -> int:
                 else:
                     with Runner(cache_dir=args.cache_root / tool) as runner:
                         row = (
-                            run_ours(name, source, meta[name], runner, work, args.budget)
+                            run_ours(name, source, meta[name], runner, work, args.budget, args.timeout)
                             if tool == "ours"
                             else run_shrinkray_alone(
                                 shrinkray or "", name, source, meta[name], runner, work, args.budget
