@@ -18,6 +18,7 @@ programs' small inputs: a minute or two.
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import io
 import sys
@@ -28,8 +29,11 @@ import tomllib
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from minimizer.passes.statements import _chunk_sites  # noqa: E402
-from minimizer.syntax import _BUILTINS, blocks, canonical, defined_names, fresh, keeps_style, unparse, used_names  # noqa: E402
+from minimizer.passes import delete_statements  # noqa: E402
+from minimizer.reducer import PredicateOracle, Problem, Reducer  # noqa: E402
+from minimizer.syntax import canonical, defined_names, keeps_style, used_names  # noqa: E402
+
+BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__"}
 
 
 def default_programs() -> list[Path]:
@@ -53,14 +57,12 @@ def runs(source: str) -> bool:
 
 
 def candidates(source: str) -> list[str]:
-    """delete_statements' first round: each run of statements of each block deleted, as the pass proposes them."""
-    found: dict[str, None] = {}
-    for i in range(len(_chunk_sites(fresh(source)))):
-        tree = fresh(source)
-        b, start, size = _chunk_sites(tree)[i]
-        del blocks(tree)[b][start : start + size]
-        found[unparse(tree)] = None
-    return list(found)
+    """delete_statements' first round: each run of statements of each block deleted, as the pass proposes them (an
+    oracle that refuses everything, and no static filter, so that every one is asked)."""
+    asked: dict[str, None] = {}
+    oracle = PredicateOracle(lambda candidate: asked.setdefault(candidate) is not None)
+    Reducer([delete_statements], max_rounds=1).run(Problem(source, oracle, plausible=lambda candidate: True))
+    return list(asked)
 
 
 def score(path: Path) -> dict[str, int]:
@@ -69,7 +71,7 @@ def score(path: Path) -> dict[str, int]:
     counts = dict.fromkeys(("through, runs", "through, fails", "refused, runs", "refused, fails"), 0)
     for candidate in candidates(source):
         tree = ast.parse(candidate)
-        if not used_names(tree) <= defined_names(tree) | _BUILTINS:
+        if not used_names(tree) <= defined_names(tree) | BUILTINS:
             continue  # the old check refused it too
         key = f"{'through' if plausible(candidate) else 'refused'}, {'runs' if runs(candidate) else 'fails'}"
         counts[key] += 1
