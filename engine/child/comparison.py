@@ -70,6 +70,88 @@ class CallOutcome:
     leaf_draws: dict[str, tuple[str, ...]] | None = None
 
 
+@dataclass(frozen=True)
+class JudgedBy:
+    """The reference the leaves are judged against: the plain fp64 one, or the faithful one with what it did
+    differently (`what`) and eager's error against the plain one, leaf by leaf (`plain`: name -> RMS, max)."""
+
+    reference: Reference | None
+    what: str | None = None
+    plain: dict[str, tuple[float | None, float | None]] | None = None
+
+
+@dataclass(frozen=True)
+class _EagerRun:
+    inputs: tuple[tuple[Any, ...], dict[str, Any]]  # eager's copy of (args, kwargs), after the call
+    out: Any
+    grads: dict[str, torch.Tensor]
+    drew_random: bool  # the call advanced the default generator
+    changed: list[str]  # module state the call wrote
+    state: dict[str, torch.Tensor]  # eager's values of that state
+
+
+@dataclass(frozen=True)
+class _CompiledRun:
+    inputs: tuple[tuple[Any, ...], dict[str, Any]]
+    out: Any
+    grads: dict[str, torch.Tensor]
+    lost: list[str]  # state written in place whose value before the call was not kept
+    after: dict[str, torch.Tensor]  # compiled's values of the state it wrote (and kept a copy of)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """The runs of one call, and what every building of its leaves (once per reference) reads."""
+
+    eager_fn: Callable[..., Any]
+    pristine: Any  # (args, kwargs) as they were before the call
+    seed: int
+    state: CallState
+    eager: _EagerRun
+    compiled: _CompiledRun
+    settings: CallSettings
+    prefix: str
+
+    def rerun(self) -> EagerRerun:
+        return EagerRerun(self.eager_fn, self.pristine, self.seed, self.state, backward=self.settings.backward)
+
+    def named(self, out: Any) -> list[tuple[str, torch.Tensor]]:
+        """The output leaves as the builder names them."""
+        return [(self.prefix + name, t) for name, t in tensors_of(out, "out")]
+
+    def build(
+        self, judged_by: JudgedBy, undefined: uninitialized.Undefined | None = None, twin: Reference | None = None
+    ) -> LeafBuilder:
+        settings, guard, written = self.settings, self.state.guard, self.state.written
+        builder = LeafBuilder(settings, self.prefix, judged_by.what, judged_by.plain, undefined, twin)
+        r = judged_by.reference or Reference()
+        try:
+            builder.outputs(self.eager.out, self.compiled.out, r.out)
+            builder.mutations(self.pristine, self.eager.inputs, self.compiled.inputs, r.inputs)
+        except UnsupportedOutput as exc:
+            raise StageError(ErrorKind.SNIPPET, f"the program's output cannot be compared: {exc}") from None
+        saved = {name: guard.before[name] for name in written}
+        after_eager = {name: self.eager.state.get(name, guard.before[name]) for name in written}
+        after_compiled = {name: self.compiled.after.get(name, guard.before[name]) for name in written}
+        builder.state(saved, after_eager, after_compiled, r.state)
+        for name in self.compiled.lost:
+            builder.unrestorable_write(name)
+        if settings.backward:
+            builder.gradients(self.eager.grads, self.compiled.grads, r.grads)
+        return builder
+
+
+@dataclass
+class _Judgement:
+    """The leaves as last built, and what built them; each refinement of the reference rebuilds them."""
+
+    builder: LeafBuilder
+    judged_by: JudgedBy
+    twin: Reference | None = None  # the reference computed in float32: the element rule's tie band
+    trace: faithful.Trace | None = None  # eager's ATen ops, traced once where a refinement needs them
+    roundings: tuple[ScalarRounding, ...] = ()
+
+
 def compare_call(
     eager_fn: Callable[..., Any],
     compiled_fn: Callable[..., Any],
@@ -88,7 +170,46 @@ def compare_call(
     compared, so no autograd graph keeps its saved activations alive.
     """
     guard = StateGuard(casting.module_state(casting.reachable_modules(eager_fn)))
+    eager = _run_eager(eager_fn, args, kwargs, seed, settings, guard)
+    # eager's copy is the inputs as they were unless eager changed it; only then is another copy needed
+    pristine = casting.clone_tree((args, kwargs)) if _inputs_changed((args, kwargs), eager.inputs) else eager.inputs
+    compiled = _run_compiled(compiled_fn, (args, kwargs), pristine, seed, settings, guard)
+    state = CallState(guard, frozenset([*eager.changed, *compiled.after]), compiled.after)
+    call = _Call(eager_fn, pristine, seed, state, eager, compiled, settings, prefix)
 
+    reference = _plain_reference(call)
+    settings.emit("comparing")
+    judgement = _Judgement(call.build(JudgedBy(reference)), JudgedBy(reference))
+    if reference is not None and not settings.strict and any(_drifts(leaf) for leaf in judgement.builder.leaves):
+        _judge_faithfully(call, judgement)
+    differ = any(leaf.mismatches for leaf in judgement.builder.leaves)
+    random_ops = _random_ops(call, judgement) if eager.drew_random and differ else ()
+    if differ and (judgement.trace is None or judgement.trace.uninitialized):
+        _leave_out_uninitialized(call, judgement)
+    builder, trace = judgement.builder, judgement.trace
+    outcome = CallOutcome(
+        builder.leaves,
+        builder.arrays,
+        builder.low_precision,
+        drew_random=eager.drew_random,
+        roundings=judgement.roundings,
+        random_ops=random_ops,
+        round_trips=tuple(trace.round_trips.items()) if trace is not None else (),
+        leaf_round_trips=dict(trace.leaf_round_trips) if trace is not None else None,
+        leaf_draws=dict(trace.leaf_draws) if trace is not None else None,
+    )
+    return outcome, compiled.out
+
+
+def _run_eager(
+    eager_fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    seed: int,
+    settings: CallSettings,
+    guard: StateGuard,
+) -> _EagerRun:
+    """Eager's run on its own copy of the inputs; the module state it wrote is copied, then put back."""
     settings.emit("eager")
     try:
         e_args, e_kwargs = casting.clone_tree((args, kwargs))
@@ -123,15 +244,20 @@ def compare_call(
         )
     e_state = guard.copies(e_changed)
     guard.put_back(e_changed)
-    # eager's copy is the inputs as they were unless eager changed it; only then is another copy needed
-    pristine = (
-        casting.clone_tree((args, kwargs))
-        if _inputs_changed((args, kwargs), (e_args, e_kwargs))
-        else (e_args, e_kwargs)
-    )
+    return _EagerRun((e_args, e_kwargs), e_out, e_grads, drew_random, e_changed, e_state)
 
+
+def _run_compiled(
+    compiled_fn: Callable[..., Any],
+    inputs: tuple[tuple[Any, ...], dict[str, Any]],
+    pristine: Any,
+    seed: int,
+    settings: CallSettings,
+    guard: StateGuard,
+) -> _CompiledRun:
+    """Compiled's run on the inputs themselves (on a copy of them as they were, where gradients are compared)."""
     settings.emit("compiling" if settings.compiled_calls == 0 else "compiled run")
-    c_args, c_kwargs = (args, kwargs)
+    c_args, c_kwargs = inputs
     if settings.backward:
         c_args, c_kwargs = gradients.requiring_grad(casting.clone_tree(pristine))
     seed_everything(seed)
@@ -152,141 +278,114 @@ def compare_call(
     c_lost = [name for name in c_changed if name in guard.watched]  # its value before the call is gone
     c_after = guard.copies(name for name in c_changed if name not in guard.watched)
     settings.state_changed = settings.state_changed or guard.ever_changed
-    state = CallState(guard, frozenset([*e_changed, *c_after]), c_after)
-    saved = {name: guard.before[name] for name in state.written}
-    after_eager = {name: e_state.get(name, guard.before[name]) for name in state.written}
-    after_compiled = {name: c_after.get(name, guard.before[name]) for name in state.written}
+    return _CompiledRun((c_args, c_kwargs), c_out, c_grads, c_lost, c_after)
 
-    ref: Reference | None = None
-    if settings.fp64_reference and _any_floating(pristine, guard.live, e_out):
-        settings.emit("fp64 reference")
+
+def _plain_reference(call: _Call) -> Reference | None:
+    """The program run in float64 (best-effort: many ops have no float64 kernel); None where nothing floats."""
+    settings = call.settings
+    if not (settings.fp64_reference and _any_floating(call.pristine, call.state.guard.live, call.eager.out)):
+        return None
+    settings.emit("fp64 reference")
+    try:
+        return fp64_reference(
+            call.eager_fn, call.pristine, call.seed, call.state, backward=settings.backward, note=settings.note
+        )
+    except Exception as exc:  # the reference is best-effort: many ops have no float64 kernel
+        settings.note(
+            f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances"
+        )
+        return None
+
+
+def _judge_faithfully(call: _Call, judgement: _Judgement) -> None:
+    """Values differ: judge them against the program eager ran (its scalar roundings, its random draws) and, where
+    a bf16/fp16 value differs, with the computation's own float32 error (the element rule's tie band)."""
+    settings = call.settings
+    settings.emit("faithful reference")
+    faithful_ref = _faithful_reference(call, judgement)
+    if any(_drifts(leaf) and leaf.dtype in _LOW for leaf in judgement.builder.leaves):
+        settings.emit("float32 twin")
+        trace = judgement.trace if faithful_ref is not None else None
         try:
-            ref = fp64_reference(eager_fn, pristine, seed, state, backward=settings.backward, note=settings.note)
-        except Exception as exc:  # the reference is best-effort: many ops have no float64 kernel
+            judgement.twin = float32_twin(
+                call.eager_fn,
+                call.pristine,
+                call.seed,
+                call.state,
+                backward=settings.backward,
+                note=settings.note,
+                mode=faithful.FaithfulMode(trace) if trace is not None else None,
+            )
+        except Exception as exc:  # best-effort: without it the band is its floor
             settings.note(
-                f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances"
+                f"the float32 twin of the reference failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                "ties are judged by the floor of the band alone"
             )
+    if faithful_ref is not None or judgement.twin is not None:
+        settings.emit("comparing")
+        judgement.builder = call.build(judgement.judged_by, None, judgement.twin)
 
-    def build(
-        reference: Reference | None,
-        what: str | None = None,
-        plain: dict[str, tuple[float | None, float | None]] | None = None,
-        undefined: uninitialized.Undefined | None = None,
-        twin: Reference | None = None,
-    ) -> LeafBuilder:
-        builder = LeafBuilder(settings, prefix, what, plain, undefined, twin)
-        r = reference or Reference()
-        try:
-            builder.outputs(e_out, c_out, r.out)
-            builder.mutations(pristine, (e_args, e_kwargs), (c_args, c_kwargs), r.inputs)
-        except UnsupportedOutput as exc:
-            raise StageError(ErrorKind.SNIPPET, f"the program's output cannot be compared: {exc}") from None
-        builder.state(saved, after_eager, after_compiled, r.state)
-        for name in c_lost:
-            builder.unrestorable_write(name)
-        if settings.backward:
-            builder.gradients(e_grads, c_grads, r.grads)
-        return builder
 
-    settings.emit("comparing")
-    judged_by: tuple[Reference | None, str | None, dict[str, tuple[float | None, float | None]] | None] = (
-        ref,
-        None,
-        None,
-    )
-    builder = build(*judged_by)
-    roundings: tuple[ScalarRounding, ...] = ()
-
-    def named(out: Any) -> list[tuple[str, torch.Tensor]]:  # the output leaves as the builder names them
-        return [(prefix + name, t) for name, t in tensors_of(out, "out")]
-
-    trace: faithful.Trace | None = None
-    twin: Reference | None = None
-    if ref is not None and not settings.strict and any(_drifts(leaf) for leaf in builder.leaves):
-        # values differ: is the plain reference the program eager ran? (its scalar roundings, its random draws)
-        settings.emit("faithful reference")
-        faithful_ref: Reference | None = None
-        try:
-            trace = faithful.trace_eager(EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward), named)
-            mode = faithful.FaithfulMode(trace)
-            faithful_ref = (
-                fp64_reference(
-                    eager_fn, pristine, seed, state, backward=settings.backward, note=settings.note, mode=mode
-                )
-                if trace.changes_reference
-                else None
+def _faithful_reference(call: _Call, judgement: _Judgement) -> Reference | None:
+    """The fp64 reference replaying eager's scalar roundings and draws (judgement.trace: eager's ops, traced);
+    None where the trace changes nothing or fails (the plain reference judges then)."""
+    settings = call.settings
+    try:
+        judgement.trace = faithful.trace_eager(call.rerun(), call.named)
+        mode = faithful.FaithfulMode(judgement.trace)
+        reference = (
+            fp64_reference(
+                call.eager_fn,
+                call.pristine,
+                call.seed,
+                call.state,
+                backward=settings.backward,
+                note=settings.note,
+                mode=mode,
             )
-        except Exception as exc:  # best-effort, like the plain reference: a program may refuse a dispatch mode
+            if judgement.trace.changes_reference
+            else None
+        )
+    except Exception as exc:  # best-effort, like the plain reference: a program may refuse a dispatch mode
+        settings.note(
+            f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the plain one"
+        )
+        return None
+    if reference is not None:
+        if mode.unmatched:
             settings.note(
-                f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the "
-                "plain one"
+                "the faithful fp64 reference could not replay eager's draw for "
+                f"{', '.join(sorted(set(mode.unmatched)))}"
             )
-        else:
-            if faithful_ref is not None:
-                if mode.unmatched:
-                    settings.note(
-                        "the faithful fp64 reference could not replay eager's draw for "
-                        f"{', '.join(sorted(set(mode.unmatched)))}"
-                    )
-                plain = {leaf.name: (leaf.eager_ref_rms, leaf.eager_ref_max) for leaf in builder.leaves}
-                judged_by = (faithful_ref, trace.describe(), plain)
-                roundings = tuple(trace.roundings)
-        if any(_drifts(leaf) and leaf.dtype in _LOW for leaf in builder.leaves):
-            # a bf16/fp16 value differs: the element rule's tie band needs the computation's own float32 error
-            settings.emit("float32 twin")
-            try:
-                twin = float32_twin(
-                    eager_fn,
-                    pristine,
-                    seed,
-                    state,
-                    backward=settings.backward,
-                    note=settings.note,
-                    mode=faithful.FaithfulMode(trace) if faithful_ref is not None and trace is not None else None,
-                )
-            except Exception as exc:  # best-effort: without it the band is its floor
-                settings.note(
-                    f"the float32 twin of the reference failed ({type(exc).__name__}: {str(exc)[:200]}); "
-                    "ties are judged by the floor of the band alone"
-                )
-        if faithful_ref is not None or twin is not None:
-            settings.emit("comparing")
-            builder = build(*judged_by, None, twin)
-    random_ops: tuple[str, ...] = ()
-    differ = any(leaf.mismatches for leaf in builder.leaves)
-    if drew_random and differ:  # the evidence an rng verdict needs: which ops drew
-        if trace is None:
-            try:
-                trace = faithful.trace_eager(
-                    EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward), named
-                )
-            except Exception as exc:  # best-effort: without it no difference is called rng
-                settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
-        random_ops = tuple(trace.random_ops) if trace is not None else ()
-    if differ and (trace is None or trace.uninitialized):
-        # values differ: are some of them memory the program never wrote? (a trace that saw no such op says no)
+        plain = {leaf.name: (leaf.eager_ref_rms, leaf.eager_ref_max) for leaf in judgement.builder.leaves}
+        judgement.judged_by = JudgedBy(reference, judgement.trace.describe(), plain)
+        judgement.roundings = tuple(judgement.trace.roundings)
+    return reference
+
+
+def _random_ops(call: _Call, judgement: _Judgement) -> tuple[str, ...]:
+    """The ops that drew random numbers in eager's run: the evidence an rng verdict needs (none where eager's
+    ops cannot be traced)."""
+    if judgement.trace is None:
         try:
-            undefined = uninitialized.undefined_elements(
-                EagerRerun(eager_fn, pristine, seed, state, backward=settings.backward)
-            )
-        except Exception as exc:  # best-effort, like the faithful trace: every element stays judged
-            settings.note(f"uninitialized memory could not be looked for ({type(exc).__name__}: {str(exc)[:200]})")
-        else:
-            if undefined:
-                settings.emit("comparing")
-                builder = build(*judged_by, undefined, twin)
-    round_trips = tuple(trace.round_trips.items()) if trace is not None else ()
-    return CallOutcome(
-        builder.leaves,
-        builder.arrays,
-        builder.low_precision,
-        drew_random,
-        roundings,
-        random_ops,
-        round_trips,
-        dict(trace.leaf_round_trips) if trace is not None else None,
-        dict(trace.leaf_draws) if trace is not None else None,
-    ), c_out
+            judgement.trace = faithful.trace_eager(call.rerun(), call.named)
+        except Exception as exc:  # best-effort: without it no difference is called rng
+            call.settings.note(f"eager's random draws could not be traced ({type(exc).__name__}: {str(exc)[:200]})")
+    return tuple(judgement.trace.random_ops) if judgement.trace is not None else ()
+
+
+def _leave_out_uninitialized(call: _Call, judgement: _Judgement) -> None:
+    """Values differ: are some of them memory the program never wrote? Those are not compared (a trace that saw
+    no such op says no, and this is not asked)."""
+    try:
+        undefined = uninitialized.undefined_elements(call.rerun())
+    except Exception as exc:  # best-effort, like the faithful trace: every element stays judged
+        call.settings.note(f"uninitialized memory could not be looked for ({type(exc).__name__}: {str(exc)[:200]})")
+        return
+    if undefined:
+        call.settings.emit("comparing")
+        judgement.builder = call.build(judgement.judged_by, undefined, judgement.twin)
 
 
 def _drop_graph(tensors: list[tuple[str, torch.Tensor]]) -> None:
