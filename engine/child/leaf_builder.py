@@ -9,7 +9,7 @@ comparison builds twice when the faithful reference replaces the plain one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,6 +19,7 @@ from engine.child.leaves import ABSENT, dense, flatten, layout_of
 from engine.child.uninitialized import Undefined
 from engine.judge import oracle
 from engine.judge.metrics import LOW_PRECISION, Operands, bitwise_equal, operands
+from engine.judge.oracle import Judgement
 from engine.judge.summary import summarize
 from engine.judge.verdicts import LeafKind, Symptom, Verdict
 from engine.judge.witness import FaithfulReference
@@ -211,144 +212,75 @@ class LeafBuilder:
         c_layout = layout_of(c_t) if c_t is not None else None
         e_t, c_t, r_t = (dense(t) if t is not None else None for t in (e_t, c_t, r_t))
         if e_t is None or c_t is None:
-            same = _same_leaf(e, c)
-            if same and not extra:
-                self.leaves.append(
-                    LeafResult(full, kind, Verdict.MATCH, f"equal ({e!r})", eager_value=repr(e), compiled_value=repr(c))
-                )
-            else:
-                why = detail or f"eager gave {type(e).__name__} {e!r:.80}, compiled gave {type(c).__name__} {c!r:.80}"
-                self.leaves.append(
-                    LeafResult(
-                        full,
-                        kind,
-                        Verdict.DIVERGENT,
-                        why,
-                        (*extra, Symptom.TYPE),
-                        eager_value=repr(e)[:200],
-                        compiled_value=repr(c)[:200],
-                    )
-                )
+            self.leaves.append(_non_tensor_leaf(full, kind, e, c, extra, detail))
             return
-        shape, c_shape = tuple(e_t.shape), tuple(c_t.shape)
-        dtype, c_dtype = _dtype_name(e_t.dtype), _dtype_name(c_t.dtype)
-        stride = None if layout else tuple(e_t.stride())
-        c_stride = None if c_layout else tuple(c_t.stride())
         if e_t.dtype in LOW_PRECISION or c_t.dtype in LOW_PRECISION:
             self.low_precision = True
-        common = dict(
-            shape=shape,
-            compiled_shape=c_shape,
-            dtype=dtype,
-            compiled_dtype=c_dtype,
-            stride=stride,
-            compiled_stride=c_stride,
-            layout=layout,
-            compiled_layout=c_layout,
-            numel=e_t.numel(),
-        )
-        structural = list(extra)
-        problems = [detail] if detail else []
-        if layout != c_layout:
-            structural.append(Symptom.LAYOUT)
-            problems.append(_layout_kind_problem(layout, c_layout))
-        if shape != c_shape:
-            structural.append(Symptom.SHAPE)
-            problems.append(f"shape {list(shape)} vs compiled {list(c_shape)}")
-        if e_t.dtype != c_t.dtype:
-            structural.append(Symptom.DTYPE)
-            problems.append(f"dtype {dtype} vs compiled {c_dtype}")
-        if Symptom.SHAPE in structural or Symptom.DTYPE in structural:
-            j = oracle.judge_structure(tuple(structural), "; ".join(problems))
-            self.leaves.append(LeafResult(full, kind, j.verdict, j.explanation, j.symptoms, **common))  # type: ignore[arg-type]
+        structure = _Structure.of(e_t, c_t, layout, c_layout, extra, detail)
+        if Symptom.SHAPE in structure.symptoms or Symptom.DTYPE in structure.symptoms:
+            j = oracle.judge_structure(tuple(structure.symptoms), "; ".join(structure.problems))
+            self.leaves.append(LeafResult(full, kind, j.verdict, j.explanation, j.symptoms, **structure.common))  # type: ignore[arg-type]
             return
         if e_t.device != c_t.device:
             c_t = c_t.to(e_t.device)
         if layout is None and c_layout is None and oracle.significant_strides(e_t) != oracle.significant_strides(c_t):
-            structural.append(Symptom.STRIDE)
-            problems.append(_layout_problem(e_t, c_t))
+            structure.symptoms.append(Symptom.STRIDE)
+            structure.problems.append(_layout_problem(e_t, c_t))
+        ops, unwritten = self._operands(name, e_t, c_t, r_t, undefined)
+        metrics, summary = summarize(ops, _dtype_name(e_t.dtype))
+        j = self._judge(full, metrics)
+        said = _LeafVerdict.of(j, structure, layout)
+        if unwritten:
+            sentence = self._unwritten(unwritten, e_t.numel())
+            whole = unwritten == e_t.numel() and said.verdict is Verdict.MATCH
+            said = replace(said, explanation=sentence if whole else f"{sentence}; {said.explanation}")
+        stored = self._store(full, e_t.numel(), ops, summary)
+        self.leaves.append(_value_leaf(full, kind, said, j, metrics, unwritten, stored, structure.common))
+
+    def _operands(
+        self, name: str, e_t: torch.Tensor, c_t: torch.Tensor, r_t: torch.Tensor | None, undefined: torch.Tensor | None
+    ) -> tuple[Operands, int]:
+        """The operands judged (the reference where it lines up, the float32 twin where there is a reference), and
+        how many elements nobody wrote: those take eager's bits on every side, so only the others are judged."""
         r_t = r_t if r_t is not None and r_t.shape == e_t.shape else None
         twin = self.twins.get(name)
         twin = dense(twin) if isinstance(twin, torch.Tensor) and r_t is not None else None
         unwritten = 0
         if undefined is not None and undefined.shape == e_t.shape:
-            # nobody defines these elements: they take eager's bits on every side, so only the others are judged
             undefined = undefined.to(e_t.device)
             unwritten = int(undefined.sum())
             c_t = torch.where(undefined, e_t, c_t)
             r_t = torch.where(undefined, e_t.to(r_t.dtype), r_t) if r_t is not None else None
             twin = torch.where(undefined.to(twin.device), r_t.to(twin.dtype), twin) if twin is not None else None
-        ops = operands(e_t, c_t, r_t, twin)
-        metrics, summary = summarize(ops, dtype)
+        return operands(e_t, c_t, r_t, twin), unwritten
+
+    def _judge(self, full: str, metrics: Any) -> Judgement:
+        """The element rule on the leaf's values, against the faithful reference where that one judges."""
         note = None
         if self.faithful is not None:
             plain_rms, plain_max = self.plain.get(full, (None, None))
             note = FaithfulReference(self.faithful, plain_rms, plain_max)
-        j = oracle.judge_values(
+        return oracle.judge_values(
             metrics,
             strict=self.settings.strict,
             factor=self.settings.factor,
             noise_ulps=self.settings.noise_ulps,
             faithful=note,
         )
-        verdict, symptoms, explanation = j.verdict, j.symptoms, j.explanation
-        fallback = j.fallback
-        values_verdict = j.verdict if structural else None
-        if structural:
-            verdict = Verdict.DIVERGENT
-            symptoms = (*structural, *symptoms)
-            explanation = "; ".join(problems) + ("" if j.verdict is Verdict.MATCH else f"; values: {j.explanation}")
-            fallback = None  # the structure decides, whatever the element tests
-        elif layout:
-            explanation = f"{explanation} ({layout} on both sides, compared in dense form)"
-        if unwritten:
-            sentence = self._unwritten(unwritten, e_t.numel())
-            explanation = (
-                sentence if unwritten == e_t.numel() and verdict is Verdict.MATCH else f"{sentence}; {explanation}"
+
+    def _store(self, full: str, numel: int, ops: Operands, summary: dict[str, np.ndarray]) -> str | None:
+        """Keep the leaf's arrays for viewers (only the summary above the storage limit); its name, if it has any."""
+        if not numel:
+            return None
+        keep = numel <= self.settings.max_stored_elements
+        self.arrays[full] = StoredLeaf(ops if keep else None, summary)
+        if not keep:
+            self.settings.note(
+                f"{full}: {numel} elements exceed the storage limit of {self.settings.max_stored_elements}; "
+                "only the check's summary was kept (the heatmap's blocks of the slice through the worst element, "
+                "the worst elements, the ULP histogram)"
             )
-        stored = None
-        if e_t.numel():
-            stored = full
-            keep = e_t.numel() <= self.settings.max_stored_elements
-            self.arrays[full] = StoredLeaf(ops if keep else None, summary)
-            if not keep:
-                self.settings.note(
-                    f"{full}: {e_t.numel()} elements exceed the storage limit of {self.settings.max_stored_elements}; "
-                    "only the check's summary was kept (the heatmap's blocks of the slice through the worst element, "
-                    "the worst elements, the ULP histogram)"
-                )
-        self.leaves.append(
-            LeafResult(
-                full,
-                kind,
-                verdict,
-                explanation,
-                tuple(symptoms),
-                mismatches=metrics.mismatches,
-                unwritten=unwritten,
-                max_abs=metrics.max_abs,
-                max_rel=metrics.max_rel,
-                max_ulp=metrics.max_ulp,
-                nan_mismatches=metrics.nan_mismatches,
-                inf_mismatches=metrics.inf_mismatches,
-                signed_zero_mismatches=metrics.signed_zero_mismatches,
-                eager_ref_rms=metrics.eager_ref_rms,
-                compiled_ref_rms=metrics.compiled_ref_rms,
-                eager_ref_max=metrics.eager_ref_max,
-                compiled_ref_max=metrics.compiled_ref_max,
-                worst_index=metrics.worst_index,
-                eager_value=metrics.eager_value,
-                compiled_value=metrics.compiled_value,
-                reference_value=metrics.ref_value,
-                arrays=stored,
-                witness=j.witness,
-                nearer=j.nearer,
-                tests=j.tests,
-                fallback=fallback,
-                values_verdict=values_verdict,
-                **common,  # type: ignore[arg-type]
-            )
-        )
+        return full
 
     def _unwritten(self, count: int, numel: int) -> str:
         """What the leaf's verdict leaves out: elements of memory the program never wrote."""
@@ -362,6 +294,131 @@ class LeafBuilder:
             f"{count} of {numel} values are uninitialized memory ({ops}, never written): not compared, the other "
             f"{numel - count} are"
         )
+
+
+@dataclass
+class _Structure:
+    """What a leaf's two tensors say before their values: the fields every leaf result carries (`common`), and
+    the structural differences, each symptom with its sentence."""
+
+    common: dict[str, Any]
+    symptoms: list[Symptom]
+    problems: list[str]
+
+    @classmethod
+    def of(
+        cls,
+        e_t: torch.Tensor,
+        c_t: torch.Tensor,
+        layout: str | None,
+        c_layout: str | None,
+        extra: tuple[Symptom, ...],
+        detail: str,
+    ) -> _Structure:
+        shape, c_shape = tuple(e_t.shape), tuple(c_t.shape)
+        dtype, c_dtype = _dtype_name(e_t.dtype), _dtype_name(c_t.dtype)
+        common = dict(
+            shape=shape,
+            compiled_shape=c_shape,
+            dtype=dtype,
+            compiled_dtype=c_dtype,
+            stride=None if layout else tuple(e_t.stride()),
+            compiled_stride=None if c_layout else tuple(c_t.stride()),
+            layout=layout,
+            compiled_layout=c_layout,
+            numel=e_t.numel(),
+        )
+        structure = cls(common, list(extra), [detail] if detail else [])
+        if layout != c_layout:
+            structure.symptoms.append(Symptom.LAYOUT)
+            structure.problems.append(_layout_kind_problem(layout, c_layout))
+        if shape != c_shape:
+            structure.symptoms.append(Symptom.SHAPE)
+            structure.problems.append(f"shape {list(shape)} vs compiled {list(c_shape)}")
+        if e_t.dtype != c_t.dtype:
+            structure.symptoms.append(Symptom.DTYPE)
+            structure.problems.append(f"dtype {dtype} vs compiled {c_dtype}")
+        return structure
+
+
+@dataclass(frozen=True)
+class _LeafVerdict:
+    """A value leaf's verdict: the element rule's, unless its structure differs (then DIVERGENT, the structure
+    first, and `values_verdict` keeps what the values alone would say)."""
+
+    verdict: Verdict
+    symptoms: tuple[Symptom, ...]
+    explanation: str
+    fallback: Any
+    values_verdict: Verdict | None
+
+    @classmethod
+    def of(cls, j: Judgement, structure: _Structure, layout: str | None) -> _LeafVerdict:
+        if structure.symptoms:
+            values = "" if j.verdict is Verdict.MATCH else f"; values: {j.explanation}"
+            # the structure decides, whatever the element tests: no fallback
+            symptoms = (*structure.symptoms, *j.symptoms)
+            return cls(Verdict.DIVERGENT, symptoms, "; ".join(structure.problems) + values, None, j.verdict)
+        explanation = f"{j.explanation} ({layout} on both sides, compared in dense form)" if layout else j.explanation
+        return cls(j.verdict, tuple(j.symptoms), explanation, j.fallback, None)
+
+
+def _non_tensor_leaf(full: str, kind: LeafKind, e: Any, c: Any, extra: tuple[Symptom, ...], detail: str) -> LeafResult:
+    """A leaf that is not a tensor on both sides: equal values match, anything else is a type difference."""
+    if _same_leaf(e, c) and not extra:
+        return LeafResult(full, kind, Verdict.MATCH, f"equal ({e!r})", eager_value=repr(e), compiled_value=repr(c))
+    why = detail or f"eager gave {type(e).__name__} {e!r:.80}, compiled gave {type(c).__name__} {c!r:.80}"
+    return LeafResult(
+        full,
+        kind,
+        Verdict.DIVERGENT,
+        why,
+        (*extra, Symptom.TYPE),
+        eager_value=repr(e)[:200],
+        compiled_value=repr(c)[:200],
+    )
+
+
+def _value_leaf(
+    full: str,
+    kind: LeafKind,
+    said: _LeafVerdict,
+    j: Judgement,
+    metrics: Any,
+    unwritten: int,
+    stored: str | None,
+    common: dict[str, Any],
+) -> LeafResult:
+    return LeafResult(
+        full,
+        kind,
+        said.verdict,
+        said.explanation,
+        tuple(said.symptoms),
+        mismatches=metrics.mismatches,
+        unwritten=unwritten,
+        max_abs=metrics.max_abs,
+        max_rel=metrics.max_rel,
+        max_ulp=metrics.max_ulp,
+        nan_mismatches=metrics.nan_mismatches,
+        inf_mismatches=metrics.inf_mismatches,
+        signed_zero_mismatches=metrics.signed_zero_mismatches,
+        eager_ref_rms=metrics.eager_ref_rms,
+        compiled_ref_rms=metrics.compiled_ref_rms,
+        eager_ref_max=metrics.eager_ref_max,
+        compiled_ref_max=metrics.compiled_ref_max,
+        worst_index=metrics.worst_index,
+        eager_value=metrics.eager_value,
+        compiled_value=metrics.compiled_value,
+        reference_value=metrics.ref_value,
+        arrays=stored,
+        witness=j.witness,
+        nearer=j.nearer,
+        tests=j.tests,
+        fallback=said.fallback,
+        values_verdict=said.values_verdict,
+        **common,  # type: ignore[arg-type]
+    )
 
 
 def twin_leaves(twin: Any) -> dict[str, Any]:
