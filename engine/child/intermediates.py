@@ -62,34 +62,60 @@ def localize_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     records.save(report, out)
 
 
+@dataclass(frozen=True)
+class _Instrumented:
+    """The instrumented run: its compared calls, and the code Inductor generated for it."""
+
+    outcomes: list[Any]
+    code: tuple[OutputCode, ...]
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """Every graph's exposed nodes judged: the diverging ones in graph order, how many were compared, notes."""
+
+    diffs: list[NodeDiff]
+    count: int
+    notes: tuple[str, ...]
+
+
 def _localize(
     run: Run, targets: set[str], only_gradients: bool, roundings: tuple[ScalarRounding, ...] = ()
 ) -> IntermediatesReport:
+    graphs: list[_Graph] = []
+    backward: list[int] = []  # one entry per backward graph, compiled as it is: this step cannot instrument those
+    ran = _run_instrumented(run, graphs, backward)
+    if isinstance(ran, IntermediatesReport):
+        return ran
+    leaves = merge_outcomes(ran.outcomes)[0]
+    roundings = tuple(dict.fromkeys((*roundings, *(r for o in ran.outcomes for r in o.roundings))))
+    reproduced = any(leaf.name in targets and leaf.verdict is Verdict.DIVERGENT for leaf in leaves)
+    if not graphs:
+        return IntermediatesReport(
+            "not-applicable",
+            "Inductor compiled no graph (the program ran without a compiled region)",
+            reproduced=reproduced,
+        )
+    compared = _compare_graphs(graphs, run.options, roundings)
+    graph_code = "\n\n".join(g.reference.code.strip() for g in graphs)
+    if not compared.diffs:
+        return _none_diverges(compared, reproduced, graph_code, gradients_only_in=backward if only_gradients else [])
+    return _found(compared, reproduced, graph_code, ran.code, graphs)
+
+
+def _run_instrumented(run: Run, graphs: list[_Graph], backward: list[int]) -> _Instrumented | IntermediatesReport:
+    """The program run once more with every graph Inductor compiles instrumented (`graphs` fills as it
+    compiles); a report instead where it cannot be."""
     import torch
     import torch._dynamo
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
-    graphs: list[_Graph] = []
-    backward: list[int] = []  # one entry per backward graph, compiled as it is: this step cannot instrument those
-    backend = _instrumenting_backend(graphs, run.filename, backward)
+    seed, settings = run.options.seed, run.settings()
     real_compile = torch.compile
-
-    def compile_instrumented(model: Any = None, **kwargs: Any) -> Any:
-        if model is None:
-            return lambda m: compile_instrumented(m, **kwargs)
-        chosen = kwargs.get("backend", "inductor")
-        if chosen != "inductor":
-            raise _NotApplicable(
-                f"the program is compiled with backend {chosen!r}; only Inductor's graph can be instrumented"
-            )
-        kwargs = {k: v for k, v in kwargs.items() if k not in ("mode", "backend")}
-        return real_compile(model, backend=backend, **kwargs)
-
-    seed = run.options.seed
-    settings = run.settings()
     torch._dynamo.reset()
-    torch.compile = compile_instrumented  # type: ignore[assignment]
+    backend = _instrumenting_backend(graphs, run.filename, backward)
+    torch.compile = _instrumenting_compile(real_compile, backend)  # type: ignore[assignment]
     try:
         # caches off: a cache hit would skip the instrumentation, and an instrumented artifact must never
         # be served to another check
@@ -119,16 +145,27 @@ def _localize(
     finally:
         torch.compile = real_compile  # type: ignore[assignment]
         torch._dynamo.reset()
-    leaves = merge_outcomes(outcomes)[0]
-    roundings = tuple(dict.fromkeys((*roundings, *(r for o in outcomes for r in o.roundings))))
-    reproduced = any(leaf.name in targets and leaf.verdict is Verdict.DIVERGENT for leaf in leaves)
-    if not graphs:
-        return IntermediatesReport(
-            "not-applicable",
-            "Inductor compiled no graph (the program ran without a compiled region)",
-            reproduced=reproduced,
-        )
+    return _Instrumented(outcomes, code.output_code)
 
+
+def _instrumenting_compile(real_compile: Any, backend: Any) -> Any:
+    """torch.compile as the program calls it, with Inductor's backend replaced by the instrumenting one."""
+
+    def compile_instrumented(model: Any = None, **kwargs: Any) -> Any:
+        if model is None:
+            return lambda m: compile_instrumented(m, **kwargs)
+        chosen = kwargs.get("backend", "inductor")
+        if chosen != "inductor":
+            raise _NotApplicable(
+                f"the program is compiled with backend {chosen!r}; only Inductor's graph can be instrumented"
+            )
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("mode", "backend")}
+        return real_compile(model, backend=backend, **kwargs)
+
+    return compile_instrumented
+
+
+def _compare_graphs(graphs: list[_Graph], options: CheckOptions, roundings: tuple[ScalarRounding, ...]) -> _Compared:
     diffs: list[NodeDiff] = []
     compared = 0
     notes: list[str] = []
@@ -136,47 +173,58 @@ def _localize(
         if graph.inputs is None or graph.values is None:
             notes.append(f"graph {index} was compiled but never run")
             continue
-        found, count = _compare_graph(index, graph, run.options, notes, roundings)
+        found, count = _compare_graph(index, graph, options, notes, roundings)
         diffs.extend(found)
         compared += count
-    graph_code = "\n\n".join(g.reference.code.strip() for g in graphs)
-    listed = tuple(f"{d.node} ({d.op})" for d in diffs[:_MAX_LISTED])
-    if not diffs and backward and only_gradients:
+    return _Compared(diffs, compared, tuple(notes))
+
+
+def _none_diverges(
+    compared: _Compared, reproduced: bool, graph_code: str, gradients_only_in: list[int]
+) -> IntermediatesReport:
+    """No exposed node diverges. `gradients_only_in`: the backward graphs, where only gradients diverge."""
+    if gradients_only_in:
         # the divergence is in gradients, which only the backward graph computes, and that graph is compiled as it is:
         # no conclusion about where it starts, least of all "before Inductor"
         return IntermediatesReport(
             "backward-not-compared",
-            f"the forward graph's {compared} intermediates all match the eager run of the same graph; the divergent "
-            f"leaves are gradients, computed by the backward graph{'s' if len(backward) > 1 else ''}, which this step "
-            "does not instrument (a backward graph must return exactly one gradient per input). The ablation ladder "
-            "tells which layer is at fault",
-            compared_nodes=compared,
+            f"the forward graph's {compared.count} intermediates all match the eager run of the same graph; the "
+            f"divergent leaves are gradients, computed by the backward graph{'s' if len(gradients_only_in) > 1 else ''}"
+            ", which this step does not instrument (a backward graph must return exactly one gradient per input). The "
+            "ablation ladder tells which layer is at fault",
+            compared_nodes=compared.count,
             reproduced=reproduced,
             graph_code=graph_code,
-            notes=tuple(notes),
+            notes=compared.notes,
         )
-    if not diffs:
-        where = "every intermediate matches the eager run of the same ATen graph"
-        why = (
-            # what this step can say: the graph it compared had been through Inductor's decompositions and pattern
-            # passes already, so a fault in one of those rewrites is in both sides (the ladder tells the layer)
-            ", yet the output still diverges: no single node's values are at fault. That graph had already been "
-            "through Inductor's decompositions and pattern passes (an attention rewritten into SDPA, say), so the "
-            "fault can be in one of those rewrites, earlier, or between compiled graphs (what one hands the next); "
-            "the ablation ladder tells which layer"
-            if reproduced
-            else "; with every intermediate exposed the output no longer diverges (the extra outputs changed fusion)"
-        )
-        return IntermediatesReport(
-            "none-diverges",
-            where + why,
-            compared_nodes=compared,
-            reproduced=reproduced,
-            graph_code=graph_code,
-            notes=tuple(notes),
-        )
+    where = "every intermediate matches the eager run of the same ATen graph"
+    why = (
+        # what this step can say: the graph it compared had been through Inductor's decompositions and pattern
+        # passes already, so a fault in one of those rewrites is in both sides (the ladder tells the layer)
+        ", yet the output still diverges: no single node's values are at fault. That graph had already been "
+        "through Inductor's decompositions and pattern passes (an attention rewritten into SDPA, say), so the "
+        "fault can be in one of those rewrites, earlier, or between compiled graphs (what one hands the next); "
+        "the ablation ladder tells which layer"
+        if reproduced
+        else "; with every intermediate exposed the output no longer diverges (the extra outputs changed fusion)"
+    )
+    return IntermediatesReport(
+        "none-diverges",
+        where + why,
+        compared_nodes=compared.count,
+        reproduced=reproduced,
+        graph_code=graph_code,
+        notes=compared.notes,
+    )
+
+
+def _found(
+    compared: _Compared, reproduced: bool, graph_code: str, output_code: tuple[OutputCode, ...], graphs: list[_Graph]
+) -> IntermediatesReport:
+    """The first diverging node, and the kernel that computes it."""
+    diffs = compared.diffs
     first = diffs[0]
-    label, kernel, source, line = _kernel_for(code.output_code, graphs, first)
+    label, kernel, source, line = _kernel_for(output_code, graphs, first)
     ops_after = f"; {len(diffs) - 1} later node(s) diverge too" if len(diffs) > 1 else ""
     explanation = (
         f"first diverging intermediate: {first.node} = {first.op}(...) in graph {first.graph}"
@@ -193,11 +241,11 @@ def _localize(
         label,
         line,
         f"kernel-{kernel}" if kernel else None,
-        listed,
-        compared,
+        tuple(f"{d.node} ({d.op})" for d in diffs[:_MAX_LISTED]),
+        compared.count,
         reproduced,
         graph_code,
-        notes=tuple(notes),
+        notes=compared.notes,
     )
 
 
@@ -206,9 +254,6 @@ class _NotApplicable(BaseException):
 
 
 def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[int]) -> Any:
-    import copy
-
-    import torch
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
     def inner(gm: Any, example_inputs: Any, dynamo_graph: int, **kwargs: Any) -> Any:
@@ -216,49 +261,11 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
             # a backward graph must return exactly one gradient per input: extra outputs break AOTAutograd
             backward.append(len(graphs))
             return compile_fx_inner(gm, example_inputs, **kwargs)
-        reference = copy.deepcopy(gm)
-        output = next(n for n in gm.graph.nodes if n.op == "output")
-        raw = output.args[0]
-        original = list(raw) if isinstance(raw, (tuple, list)) else [raw]
-        already = {n for n in original if isinstance(n, torch.fx.Node)}
-        exposed = [n for n in gm.graph.nodes if n.op == "call_function" and n not in already and exposable(n)]
-        output.args = (tuple(original + exposed),)
-        gm.recompile()
-        returned = [
-            n if isinstance(n, torch.fx.Node) and n.op == "call_function" and exposable(n) else None for n in original
-        ] + exposed
-        record = _Graph(
-            reference,
-            [n.name if n is not None else "" for n in returned],
-            {n.name: node_op(n) for n in returned if n is not None},
-            len(original),
-            {n.name: i for i, n in enumerate(gm.graph.nodes)},
-            {n.name: site(n, program, dynamo_graph) for n in returned if n is not None},
-        )
+        record = _expose_every_node(gm, program, dynamo_graph)
         graphs.append(record)
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
-        # Inductor reports every output's stride to AOTAutograd, which restrides the backward graph's saved
-        # tensors from that list by position, counted from its end when tensors without version-counter
-        # checks or symints are saved (max_pool2d's indices): the extras must not be in it
-        from torch._guards import TracingContext
-
-        context = TracingContext.try_get()
-        strides = getattr(context, "output_strides", None)
-        if strides is not None and len(strides) == len(original) + len(exposed):
-            del strides[len(original) :]
-        call = getattr(compiled, "current_callable", None)
-        if call is None:
-            raise RuntimeError(f"cannot instrument {type(compiled).__name__}: it has no current_callable")
-
-        def recording(inputs: list[Any]) -> Any:
-            if record.inputs is None:  # the boxed call clears its list: copy first
-                record.inputs = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            outs = call(inputs)
-            if record.values is None:
-                record.values = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outs]
-            return type(outs)(outs[: record.n_outputs]) if isinstance(outs, tuple) else list(outs[: record.n_outputs])
-
-        compiled.current_callable = recording
+        _unlist_extra_strides(record)
+        _record_first_call(compiled, record)
         return compiled
 
     def backend(gm: Any, example_inputs: Any, mode: Any = None, options: Any = None) -> Any:
@@ -273,6 +280,66 @@ def _instrumenting_backend(graphs: list[_Graph], program: str, backward: list[in
         )
 
     return backend
+
+
+def _expose_every_node(gm: Any, program: str, dynamo_graph: int) -> _Graph:
+    """Make every exposable tensor node of the graph an extra output (after the original ones), in place; the
+    record keeps a pristine copy of the graph as it came."""
+    import copy
+
+    import torch
+
+    reference = copy.deepcopy(gm)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    raw = output.args[0]
+    original = list(raw) if isinstance(raw, (tuple, list)) else [raw]
+    already = {n for n in original if isinstance(n, torch.fx.Node)}
+    exposed = [n for n in gm.graph.nodes if n.op == "call_function" and n not in already and exposable(n)]
+    output.args = (tuple(original + exposed),)
+    gm.recompile()
+    returned = [
+        n if isinstance(n, torch.fx.Node) and n.op == "call_function" and exposable(n) else None for n in original
+    ] + exposed
+    return _Graph(
+        reference,
+        [n.name if n is not None else "" for n in returned],
+        {n.name: node_op(n) for n in returned if n is not None},
+        len(original),
+        {n.name: i for i, n in enumerate(gm.graph.nodes)},
+        {n.name: site(n, program, dynamo_graph) for n in returned if n is not None},
+    )
+
+
+def _unlist_extra_strides(record: _Graph) -> None:
+    """Inductor reports every output's stride to AOTAutograd, which restrides the backward graph's saved
+    tensors from that list by position, counted from its end when tensors without version-counter checks or
+    symints are saved (max_pool2d's indices): the extras must not be in it."""
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    strides = getattr(context, "output_strides", None)
+    if strides is not None and len(strides) == len(record.exposed):
+        del strides[record.n_outputs :]
+
+
+def _record_first_call(compiled: Any, record: _Graph) -> None:
+    """The compiled graph keeps its first call's inputs and values in `record`, and returns only the original
+    outputs to its caller."""
+    import torch
+
+    call = getattr(compiled, "current_callable", None)
+    if call is None:
+        raise RuntimeError(f"cannot instrument {type(compiled).__name__}: it has no current_callable")
+
+    def recording(inputs: list[Any]) -> Any:
+        if record.inputs is None:  # the boxed call clears its list: copy first
+            record.inputs = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        outs = call(inputs)
+        if record.values is None:
+            record.values = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outs]
+        return type(outs)(outs[: record.n_outputs]) if isinstance(outs, tuple) else list(outs[: record.n_outputs])
+
+    compiled.current_callable = recording
 
 
 def _in_graph_order(graph: _Graph) -> list[tuple[str, Any]]:
