@@ -99,6 +99,33 @@ class Run:
         return settings
 
 
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    """A check's judged leaves once every seed ran and every re-check settled, and what the result keeps of it."""
+
+    leaves: list[LeafResult]
+    seeds: list[SeedOutcome]
+    arrays: dict[str, StoredLeaf]
+    outcomes: list[tuple[int, list[CallOutcome]]]
+    code: GeneratedCode
+    inside: InsideReport
+
+    def verdict(self) -> tuple[Verdict, str]:
+        """The check's verdict and its sentence: the outputs', unless a value inside the program diverges."""
+        verdict = worst([leaf.verdict for leaf in self.leaves])
+        explanation = oracle.summarize(verdict, [(leaf.name, leaf.verdict, leaf.explanation) for leaf in self.leaves])
+        found = self.inside
+        if found is not None and found.first is not None and verdict.severity < Verdict.DIVERGENT.severity:
+            # a value inside the program diverges: the outputs may hide it (a pooled prediction), the bug is there
+            verdict = Verdict.DIVERGENT
+            explanation = f"divergent inside the program: {found.explanation}; the outputs: {explanation}"
+        if len(self.seeds) > 1:
+            explanation += f"; over {len(self.seeds)} seeds: " + ", ".join(
+                f"{s.seed}: {s.verdict.value}" for s in self.seeds
+            )
+        return verdict, explanation
+
+
 def run_check(
     source: str,
     filename: str,
@@ -119,92 +146,105 @@ def run_check(
     )
     run.notes.extend(notes)
     run.emit("loading")
-    code = GeneratedCode()
     try:
         run.style = detect_style(source, filename)
         run.device = _pick_device(options)
         if options.triton_cpu:
             _enable_triton_cpu(run)
         with inductor_config_patch(options.inductor_config):
-            skipped = _inside_skipped(options)
-            if skipped is None:
-                run.inside = inside.Capture(filename, options.inside_max_mb << 20)
-            outcomes, code = _check_all_seeds(run)
-            judged = _judge_inside(run, outcomes, skipped)
-            # one false-alarm budget over the outputs of every seed and call and the buffers judged inside
-            decision = budget_decision(outcomes, judged.items if isinstance(judged, inside.Judged) else ())
-            outcomes = settle_budget(outcomes, decision=decision)
-            if isinstance(judged, inside.Judged):
-                inside.settle(judged, decision)
-            leaves, seeds, arrays = _pick_worst_seed(outcomes)
-            rng_config: dict[str, Any] = {}
-            paths = _Paths.of(outcomes, seeds)
-            if _wants_rng_recheck(options, outcomes, leaves):
-                leaves = _recheck(run, leaves, seeds, RNG_RECHECK, evidence=paths.draws)
-                seeds = _resummarize_worst_seed(seeds, leaves)
-                rng_config = dict(RNG_RECHECK.config)  # masks must agree for a precision re-check to see anything
-            # nodes that differ only where compiled keeps a bf16/fp16 value in fp32 are looked at under emulation too
-            inside_again = (
-                inside.Capture(filename, options.inside_max_mb << 20)
-                if isinstance(judged, inside.Judged) and inside.may_be_precision(judged)
-                else None
-            )
-            if _wants_precision_recheck(options, outcomes, leaves) or inside_again is not None:
-                paths.graph_trips = mechanisms.round_trips(run.code.fx_graphs)
-                leaves = _recheck(
-                    run,
-                    leaves,
-                    seeds,
-                    PRECISION_RECHECK,
-                    rng_config,
-                    paths.round_trips,
-                    unsaid=_same_compile_as_minimizer(options, outcomes),
-                    capture=inside_again,
-                )
-                seeds = _resummarize_worst_seed(seeds, leaves)
-                if inside_again is not None and isinstance(judged, inside.Judged):
-                    _explain_inside(run, judged, inside_again, outcomes, decision)
-            found = _finish_inside(run, judged, outcomes)
+            checked = _check(run)
     except SnippetError as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.SNIPPET, str(exc)), run.code)
     except StageError as exc:
         return _finish_error(run, run_dir, ErrorInfo(exc.kind, exc.message, exc.tb), run.code)
     except _OptionsProblem as exc:
         return _finish_error(run, run_dir, ErrorInfo(ErrorKind.OPTIONS, str(exc)), run.code)
-    verdict = worst([leaf.verdict for leaf in leaves])
-    explanation = oracle.summarize(verdict, [(leaf.name, leaf.verdict, leaf.explanation) for leaf in leaves])
-    if found is not None and found.first is not None and verdict.severity < Verdict.DIVERGENT.severity:
-        # a value inside the program diverges: the outputs may hide it (a pooled prediction), the bug is there
-        verdict = Verdict.DIVERGENT
-        explanation = f"divergent inside the program: {found.explanation}; the outputs: {explanation}"
-    if len(seeds) > 1:
-        explanation += f"; over {len(seeds)} seeds: " + ", ".join(f"{s.seed}: {s.verdict.value}" for s in seeds)
-    if arrays:
+    verdict, explanation = checked.verdict()
+    if checked.arrays:
         run.emit("saving")
-        _save_arrays(run_dir, arrays)
+        _save_arrays(run_dir, checked.arrays)
     run.emit("done")
     result = CheckResult(
         verdict=verdict,
         explanation=explanation,
         options=options,
         style=run.style.value if run.style else None,
-        leaves=tuple(leaves),
-        code=code,
-        seeds=tuple(seeds),
+        leaves=tuple(checked.leaves),
+        code=checked.code,
+        seeds=tuple(checked.seeds),
         notes=tuple(run.notes),
         environment=environment(run.device),
         stage_seconds=run.stage_seconds,
         peak_rss_mb=peak_rss_mb(),
         peak_device_mb=peak_device_mb(run.device),
         run_dir=str(run_dir),
-        scalar_roundings=_scalar_roundings(outcomes),
-        inside=found,
+        scalar_roundings=_scalar_roundings(checked.outcomes),
+        inside=checked.inside,
     )
     run.guard_fork()
     result.save(run_dir)
     if after is not None and result.verdict is not Verdict.ERROR:  # nothing to localize in an error
         after(run, result)
     return result
+
+
+def _check(run: Run) -> _Checked:
+    """Every seed compared, the buffers inside judged, one false-alarm budget over both, the re-checks."""
+    skipped = _inside_skipped(run.options)
+    if skipped is None:
+        run.inside = inside.Capture(run.filename, run.options.inside_max_mb << 20)
+    outcomes, code = _check_all_seeds(run)
+    judged = _judge_inside(run, outcomes, skipped)
+    # one false-alarm budget over the outputs of every seed and call and the buffers judged inside
+    decision = budget_decision(outcomes, judged.items if isinstance(judged, inside.Judged) else ())
+    outcomes = settle_budget(outcomes, decision=decision)
+    if isinstance(judged, inside.Judged):
+        inside.settle(judged, decision)
+    leaves, seeds, arrays = _pick_worst_seed(outcomes)
+    leaves, seeds = _rechecked(run, outcomes, leaves, seeds, judged, decision)
+    found = _finish_inside(run, judged, outcomes)
+    return _Checked(leaves, seeds, arrays, outcomes, code, found)
+
+
+def _rechecked(
+    run: Run,
+    outcomes: list[tuple[int, list[CallOutcome]]],
+    leaves: list[LeafResult],
+    seeds: list[SeedOutcome],
+    judged: inside.Judged | InsideReport,
+    decision: family.Decision,
+) -> tuple[list[LeafResult], list[SeedOutcome]]:
+    """The leaves (and the seeds' summary) after the re-checks that name a mechanism: random numbers drawn by
+    Inductor's generator, then bf16/fp16 values kept in fp32 (with the buffers inside that may be that)."""
+    options = run.options
+    rng_config: dict[str, Any] = {}
+    paths = _Paths.of(outcomes, seeds)
+    if _wants_rng_recheck(options, outcomes, leaves):
+        leaves = _recheck(run, leaves, seeds, RNG_RECHECK, evidence=paths.draws)
+        seeds = _resummarize_worst_seed(seeds, leaves)
+        rng_config = dict(RNG_RECHECK.config)  # masks must agree for a precision re-check to see anything
+    # nodes that differ only where compiled keeps a bf16/fp16 value in fp32 are looked at under emulation too
+    inside_again = (
+        inside.Capture(run.filename, options.inside_max_mb << 20)
+        if isinstance(judged, inside.Judged) and inside.may_be_precision(judged)
+        else None
+    )
+    if _wants_precision_recheck(options, outcomes, leaves) or inside_again is not None:
+        paths.graph_trips = mechanisms.round_trips(run.code.fx_graphs)
+        leaves = _recheck(
+            run,
+            leaves,
+            seeds,
+            PRECISION_RECHECK,
+            rng_config,
+            paths.round_trips,
+            unsaid=_same_compile_as_minimizer(options, outcomes),
+            capture=inside_again,
+        )
+        seeds = _resummarize_worst_seed(seeds, leaves)
+        if inside_again is not None and isinstance(judged, inside.Judged):
+            _explain_inside(run, judged, inside_again, outcomes, decision)
+    return leaves, seeds
 
 
 def _inside_skipped(options: CheckOptions) -> str | None:
