@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine import records
 from engine.child.errors import StageError
@@ -19,9 +21,38 @@ from engine.result import CheckResult
 from engine.snippet import SnippetError, SnippetStyle
 
 
+@dataclass
+class _StillGood:
+    """The bisector's predicate: the program run once more (same seed) is good when none of the leaves that
+    diverged diverges; it counts its calls and the configurations that could not run."""
+
+    run: Run
+    targets: set[str]
+    seed: int
+    calls: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def __call__(self) -> bool:
+        import torch._dynamo
+
+        self.calls += 1
+        torch._dynamo.reset()
+        run, seed, settings = self.run, self.seed, self.run.settings()
+        try:
+            outcomes = (
+                run_repro(run, seed, settings)
+                if run.style is SnippetStyle.REPRO
+                else run_program(run, [seed], settings)[0][1]
+            )
+        except (StageError, SnippetError) as exc:  # a configuration that cannot run is not "good"
+            self.errors.append(str(exc)[:200])
+            return False
+        leaves = merge_outcomes(outcomes)[0]
+        return not any(leaf.name in self.targets and leaf.verdict is Verdict.DIVERGENT for leaf in leaves)
+
+
 def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
     """Runs in the check's child: bisect the leaves that diverged, write bisect.json."""
-    import torch
     import torch._dynamo
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
@@ -33,25 +64,7 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
         records.save(BisectReport("not-divergent", explanation=f"nothing to bisect: {result.verdict.value}"), out)
         return
     seed = max(result.seeds, key=lambda s: s.verdict.severity).seed if result.seeds else run.options.seed
-    calls = [0]
-    errors: list[str] = []
-
-    def good() -> bool:
-        calls[0] += 1
-        torch._dynamo.reset()
-        settings = run.settings()
-        try:
-            outcomes = (
-                run_repro(run, seed, settings)
-                if run.style is SnippetStyle.REPRO
-                else run_program(run, [seed], settings)[0][1]
-            )
-        except (StageError, SnippetError) as exc:  # a configuration that cannot run is not "good"
-            errors.append(str(exc)[:200])
-            return False
-        leaves = merge_outcomes(outcomes)[0]
-        return not any(leaf.name in targets and leaf.verdict is Verdict.DIVERGENT for leaf in leaves)
-
+    good = _StillGood(run, targets, seed)
     started = time.monotonic()
     # the bisector's state lives in this run's directory, never in the shared Inductor cache
     CompilerBisector.in_process_cache = str(run_dir / BISECT_STATE_DIR)
@@ -62,44 +75,47 @@ def bisect_in_child(run: Run, result: CheckResult, run_dir: Path) -> None:
         except Exception as exc:  # the bisector itself failed: say so, the check result stands
             report = BisectReport(
                 "failed",
-                predicate_calls=calls[0],
-                predicate_errors=len(errors),
+                predicate_calls=good.calls,
+                predicate_errors=len(good.errors),
                 seconds=time.monotonic() - started,
                 explanation=f"the bisector raised {type(exc).__name__}: {exc}",
             )
             records.save(report, out)
             return
     torch._dynamo.reset()
+    records.save(_report(found, good, started, run_dir), out)
+
+
+def _report(found: Any, good: _StillGood, started: float, run_dir: Path) -> BisectReport:
+    """What the bisection found (a BisectionResult, or None), narrowed to a lowering where it names no op."""
     if found is None:
-        report = BisectReport(
+        return BisectReport(
             "no-culprit",
-            predicate_calls=calls[0],
-            predicate_errors=len(errors),
+            predicate_calls=good.calls,
+            predicate_errors=len(good.errors),
             seconds=time.monotonic() - started,
             explanation=explain(None, None, None, None),
         )
-    else:
-        number = found.bisect_number if found.bisect_number is not None else None
-        info = str(found.debug_info) if found.debug_info else None
-        narrowed: tuple[int | None, str | None] = (None, None)
-        before = calls[0]
-        if _names_no_op(found.backend, found.subsystem):
-            narrowed = _narrow_to_lowerings(good, run_dir / f"{BISECT_STATE_DIR}-lowerings")
-        report = BisectReport(
-            "found",
-            found.backend,
-            found.subsystem or None,
-            number,
-            info,
-            calls[0],
-            len(errors),
-            time.monotonic() - started,
-            explain(found.backend, found.subsystem, number, info, narrowed[1]),
-            narrowed_number=narrowed[0],
-            narrowed_op=narrowed[1],
-            narrow_calls=calls[0] - before,
-        )
-    records.save(report, out)
+    number = found.bisect_number if found.bisect_number is not None else None
+    info = str(found.debug_info) if found.debug_info else None
+    narrowed: tuple[int | None, str | None] = (None, None)
+    before = good.calls
+    if _names_no_op(found.backend, found.subsystem):
+        narrowed = _narrow_to_lowerings(good, run_dir / f"{BISECT_STATE_DIR}-lowerings")
+    return BisectReport(
+        "found",
+        found.backend,
+        found.subsystem or None,
+        number,
+        info,
+        good.calls,
+        len(good.errors),
+        time.monotonic() - started,
+        explain(found.backend, found.subsystem, number, info, narrowed[1]),
+        narrowed_number=narrowed[0],
+        narrowed_op=narrowed[1],
+        narrow_calls=good.calls - before,
+    )
 
 
 def _names_no_op(backend: str | None, subsystem: str | None) -> bool:

@@ -650,8 +650,13 @@ def _judge_node(
     )
     if j.verdict is not Verdict.DIVERGENT:
         return None, j
+    return _node_diff(node, j, metrics, own, graph, program), j
+
+
+def _node_diff(node: Any, j: Any, metrics: Any, own: torch.Tensor, graph: _Graph, program: str) -> NodeDiff:
+    """A divergent node's record: where it is, the element rule's counts, and its worst element with eager's own
+    value there, as the user's eager run gives it (the side judged may be the float32 twin's)."""
     worst = (
-        # eager's own value there, as the user's eager run gives it (the side judged may be the float32 twin's)
         WorstElement(
             metrics.worst_index, repr(own[metrics.worst_index].item()), metrics.compiled_value or "", metrics.ref_value
         )
@@ -670,7 +675,7 @@ def _judge_node(
         site(node, program, graph.dynamo_graph),
         worst,
         nearer=j.nearer.value if j.nearer is not None else None,
-    ), j
+    )
 
 
 # Sums and means: the rounding error of a sum is relative to its terms, not to the sum (|fl(s) - s| <= g_n sum |x_i|,

@@ -213,6 +213,12 @@ class _Walker:
             for i, item in enumerate(value):
                 yield f"{path}[{i}]", item
             return
+        yield from self._object_children(value, path)
+
+    def _object_children(self, value: Any, path: str) -> Iterator[tuple[str, Any]]:
+        """What is not a container: a set (compared as a whole), a module, a function or a plain object (kept, as
+        what a copy must share), an iterator (refused), else an object's attributes."""
+        kind = type(value)
         if isinstance(value, (set, frozenset)):
             shown = repr(sorted(map(repr, value)))
             key = frozenset(value) if all(isinstance(v, abc.Hashable) for v in value) else shown
