@@ -198,17 +198,27 @@ class ElementCounts:
     def test(self, name: str) -> Test | None:
         return next((t for t in self.tests if t.name == name), None)
 
-    def lean(self) -> tuple[str, int, float]:
-        """The stronger one-way lean of compiled against eager over the k1 elements: (words, count, share)."""
+    def lean(self) -> Lean:
+        """The stronger one-way lean of compiled against eager over the k1 elements."""
         if not self.k1:
-            return "", 0, 0.0
+            return Lean("", 0, 0.0)
         up, away = abs(2 * self.k1_up - self.k1), abs(2 * self.k1_away - self.k1)
         if up >= away:
             words, count = ("above", self.k1_up) if 2 * self.k1_up >= self.k1 else ("below", self.k1 - self.k1_up)
-            return words, count, up / self.k1
+            return Lean(words, count, up / self.k1)
         if 2 * self.k1_away >= self.k1:
-            return "farther from zero than", self.k1_away, away / self.k1
-        return "nearer zero than", self.k1 - self.k1_away, away / self.k1
+            return Lean("farther from zero than", self.k1_away, away / self.k1)
+        return Lean("nearer zero than", self.k1 - self.k1_away, away / self.k1)
+
+
+@dataclass(frozen=True)
+class Lean:
+    """Which way compiled leans against eager over the k1 elements: `words` ("above", "nearer zero than", ...) for
+    `count` of them; `share` is the lean |2 count - k1| / k1 (0: none, 1: all one way)."""
+
+    words: str
+    count: int
+    share: float
 
 
 def sign_flip_log10p(x: torch.Tensor) -> float:
@@ -243,7 +253,8 @@ def describe(counts: ElementCounts, column: bool = False) -> str:
             if counts.k1_min_steps != counts.k1_max_steps
             else _g(counts.k1_max_steps)
         )
-        words, count, _ = counts.lean()
+        lean = counts.lean()
+        words, count = lean.words, lean.count
         other = (
             "in no element is compiled exactly right where eager is wrong"
             if k2 == 0
@@ -284,6 +295,51 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
+@dataclass(frozen=True)
+class _Sides:
+    """One chunk's elements classified (boolean masks, but `steps`): k1/k2 as in ElementCounts, worse/better by
+    distance, up/away the direction of the side that is off (1: compiled, where eager is exact; 2: the reverse),
+    compiled's error in steps over the k1 elements, and the near-ties where one side is exact."""
+
+    k1: torch.Tensor
+    k2: torch.Tensor
+    worse: torch.Tensor
+    better: torch.Tensor
+    up1: torch.Tensor
+    up2: torch.Tensor
+    away1: torch.Tensor
+    away2: torch.Tensor
+    steps: torch.Tensor
+    ties: torch.Tensor
+
+
+@dataclass(frozen=True)
+class _ChunkCounts:
+    """One chunk's counts, fetched from the device in one transfer (floats; the counts are whole)."""
+
+    k1: float
+    k2: float
+    up: float
+    away: float
+    max_steps: float  # compiled's largest error in steps over the k1 elements (0 without any)
+    min_steps: float  # its smallest (inf without any)
+    argmax: float  # the chunk-local index of the largest
+    worse: float
+    better: float
+    ties: float
+
+
+@dataclass(frozen=True)
+class _WorstSoFar:
+    """The k1 element with compiled's largest error so far, at its flat position."""
+
+    position: int
+    eager: float
+    compiled: float
+    reference: float
+    steps: float
+
+
 class Tally:
     """Counts of one value, chunk by chunk (engine.judge.metrics.measure passes the differing elements in order),
     per block for the sign-flip tests and per column for the column test."""
@@ -305,10 +361,17 @@ class Tally:
         self.columns = torch.zeros((2, self.last), dtype=torch.int64, device=device) if has_columns(shape) else None
         self.k1 = self.k2 = self.up = self.away = self.worse = self.better = self.ties = 0
         self.min_steps = math.inf
-        self.worst: tuple[int, float, float, float, float] | None = None
+        self.worst: _WorstSoFar | None = None
 
     def chunk(self, positions: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor) -> None:
         """The differing elements of one chunk: flat positions, eager and compiled (float64) and the reference."""
+        sides = self._sides(e, c, r)
+        self._add_blocks(positions, sides)
+        self._add_counts(positions, e, c, r, sides)
+
+    def _sides(self, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor) -> _Sides:
+        """Each element classified: which side is exactly right (ties left out), which is nearer r, which way
+        compiled leans, and compiled's error in steps where eager is exact."""
         usable = torch.isfinite(r) & torch.isfinite(e) & torch.isfinite(c)
         q = spacing(r, self.dtype)
         exact = torch.round(r / q) * q
@@ -325,68 +388,82 @@ class Tally:
             reach = self.band.measured(r) + q / 2
             tie_exact |= (error_e <= reach) & (error_c <= reach)
         e_exact, c_exact = (e == exact) & usable, (c == exact) & usable
-        one_exact = e_exact ^ c_exact
         k1 = e_exact & ~c_exact & ~tie_exact
         k2 = c_exact & ~e_exact & ~tie_exact
         gap = error_c - error_e
-        worse = usable & (gap > 2 * width)
-        better = usable & (gap < -2 * width)
-        up1, up2 = k1 & (c > e), k2 & (e > c)  # for k2 the roles swap: eager is the side off
-        away1, away2 = k1 & (c.abs() > e.abs()), k2 & (e.abs() > c.abs())
-        steps = torch.where(k1, error_c / q, torch.zeros_like(r))
-        i = torch.argmax(steps)
-        low = torch.where(k1, steps, torch.full_like(steps, math.inf)).min()
-        block = positions // self.block
+        return _Sides(
+            k1=k1,
+            k2=k2,
+            worse=usable & (gap > 2 * width),
+            better=usable & (gap < -2 * width),
+            up1=k1 & (c > e),
+            up2=k2 & (e > c),  # for k2 the roles swap: eager is the side off
+            away1=k1 & (c.abs() > e.abs()),
+            away2=k2 & (e.abs() > c.abs()),
+            steps=torch.where(k1, error_c / q, torch.zeros_like(r)),
+            ties=(e_exact ^ c_exact) & tie_exact,
+        )
+
+    def _add_blocks(self, positions: torch.Tensor, sides: _Sides) -> None:
+        """Per block (or as moments, single elements being the blocks) and per column: the tests' statistics."""
+        k1, k2 = sides.k1.to(torch.int64), sides.k2.to(torch.int64)
+        up1, up2 = sides.up1.to(torch.int64), sides.up2.to(torch.int64)
+        away1, away2 = sides.away1.to(torch.int64), sides.away2.to(torch.int64)
         rows = torch.stack(
             [
-                k1.to(torch.int64),
-                k2.to(torch.int64),
-                worse.to(torch.int64),
-                better.to(torch.int64),
-                (2 * up1.to(torch.int64) - k1.to(torch.int64)) - (2 * up2.to(torch.int64) - k2.to(torch.int64)),
-                (2 * away1.to(torch.int64) - k1.to(torch.int64)) - (2 * away2.to(torch.int64) - k2.to(torch.int64)),
+                k1,
+                k2,
+                sides.worse.to(torch.int64),
+                sides.better.to(torch.int64),
+                (2 * up1 - k1) - (2 * up2 - k2),
+                (2 * away1 - k1) - (2 * away2 - k2),
             ]
         )
         if self.per_block is not None:
-            self.per_block.index_add_(1, block, rows)
+            self.per_block.index_add_(1, positions // self.block, rows)
         else:
             x = torch.stack([rows[0] - rows[1], rows[2] - rows[3], rows[4], rows[5]]).to(torch.float64)
             self.moments += torch.stack([x.sum(1), (x * x).sum(1)], 1)
         if self.columns is not None:
-            column = positions % self.last
-            self.columns.index_add_(1, column, rows[:2])
-        sums = (
-            k1.sum(),
-            k2.sum(),
-            up1.sum(),
-            away1.sum(),
-            steps[i],
-            low,
-            i,
-            worse.sum(),
-            better.sum(),
-            (one_exact & tie_exact).sum(),
-        )
-        figures = torch.stack([x.to(torch.float64) for x in sums]).tolist()  # one transfer
-        n1 = int(figures[0])
-        self.k1 += n1
-        self.k2 += int(figures[1])
-        self.up += int(figures[2])
-        self.away += int(figures[3])
-        self.worse += int(figures[7])
-        self.better += int(figures[8])
-        self.ties += int(figures[9])
-        if n1:
-            self.min_steps = min(self.min_steps, figures[5])
-            if self.worst is None or figures[4] > self.worst[4]:
-                j = int(figures[6])
-                self.worst = (int(positions[j]), float(e[j]), float(c[j]), float(r[j]), figures[4])
+            self.columns.index_add_(1, positions % self.last, rows[:2])
+
+    def _add_counts(
+        self, positions: torch.Tensor, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor, sides: _Sides
+    ) -> None:
+        """The value's running counts, and its worst k1 element so far."""
+        i = torch.argmax(sides.steps)
+        sums = {
+            "k1": sides.k1.sum(),
+            "k2": sides.k2.sum(),
+            "up": sides.up1.sum(),
+            "away": sides.away1.sum(),
+            "max_steps": sides.steps[i],
+            "min_steps": torch.where(sides.k1, sides.steps, torch.full_like(sides.steps, math.inf)).min(),
+            "argmax": i,
+            "worse": sides.worse.sum(),
+            "better": sides.better.sum(),
+            "ties": sides.ties.sum(),
+        }
+        values = torch.stack([x.to(torch.float64) for x in sums.values()]).tolist()  # one transfer
+        got = _ChunkCounts(**dict(zip(sums, values, strict=True)))
+        self.k1 += int(got.k1)
+        self.k2 += int(got.k2)
+        self.up += int(got.up)
+        self.away += int(got.away)
+        self.worse += int(got.worse)
+        self.better += int(got.better)
+        self.ties += int(got.ties)
+        if int(got.k1):
+            self.min_steps = min(self.min_steps, got.min_steps)
+            if self.worst is None or got.max_steps > self.worst.steps:
+                j = int(got.argmax)
+                self.worst = _WorstSoFar(int(positions[j]), float(e[j]), float(c[j]), float(r[j]), got.max_steps)
 
     def finish(self) -> ElementCounts:
         worst = None
         if self.worst is not None:
-            position, e, c, r, steps = self.worst
-            worst = Worst(unravel(position, self.shape), e, c, r, steps)
+            w = self.worst
+            worst = Worst(unravel(w.position, self.shape), w.eager, w.compiled, w.reference, w.steps)
         column = self._column()
         counts = ElementCounts(
             dtype=str(self.dtype).removeprefix("torch."),
@@ -398,7 +475,7 @@ class Tally:
             k1_up=self.up,
             k1_away=self.away,
             k1_min_steps=0.0 if self.min_steps == math.inf else self.min_steps,
-            k1_max_steps=0.0 if self.worst is None else self.worst[4],
+            k1_max_steps=0.0 if self.worst is None else self.worst.steps,
             worst=worst,
             ties=self.ties,
             blocks=self.blocks,
@@ -418,7 +495,7 @@ class Tally:
     def _tests(self, counts: ElementCounts) -> tuple[Test, ...]:
         k1, k2 = counts.k1, counts.k2
         one_sided = k1 >= N_MIN and k1 >= ONE_SIDED * k2
-        _, _, share = counts.lean()
+        share = counts.lean().share
         (exact_t, exact_v), (dist_t, dist_v), (up_t, up_v), (away_t, away_v) = self._moments()
         direction = min(
             hoeffding_log10p(up_t, up_v),

@@ -127,37 +127,12 @@ def _headline(
             f"the check could not compare eager with compiled ({kind.value} error)",
             _ERROR_NEXT.get(kind, _ERROR_NEXT[ErrorKind.INTERNAL]),
         )
-    total = sum(leaf.numel for leaf in leaves)
     if verdict is Verdict.MATCH:
-        unwritten = sum(leaf.unwritten for leaf in leaves)
-        if unwritten:  # not "all bit-identical": nobody defines those values
-            defined = (
-                f"{total - unwritten:,} values are bit-identical to eager's, and {unwritten:,}"
-                if total > unwritten
-                else f"all {total:,} values"
-            )
-            return Headline(
-                f"compile changed nothing that the program defines: {defined} are uninitialized memory (never written),"
-                " which no run defines",
-                "nothing to do; write the memory (zeros, fill_) if those values are meant to be read",
-            )
-        return Headline(
-            f"compile changed nothing: all {total:,} values are bit-identical to eager's",
-            "nothing to do (Probes try other inputs and layouts)",
-        )
+        return _unchanged(leaves)
     these = [leaf for leaf in leaves if leaf.verdict is verdict]
     changed = _changed(these)
     if verdict is Verdict.BENIGN:
-        further = _further(these)
-        if further is not None:  # within the allowance, but not as near as eager: never "nothing to do"
-            return Headline(
-                f"{changed}, within the noise allowance, but compiled is {further} further from float64 than eager",
-                "look inside: Localize shows where compile first changes a value",
-            )
-        return Headline(
-            f"{changed}, no further from float64 than eager's own rounding: harmless reordering of arithmetic",
-            "nothing to do",
-        )
+        return _harmless(changed, these)
     if verdict is Verdict.PRECISION_CAST:
         return Headline(
             f"{changed}, only because compiled code kept bf16/fp16 intermediates in float32 where eager rounds them"
@@ -180,6 +155,41 @@ def _headline(
         names = ", ".join(leaf.name for leaf in these[:3]) + (f" and {len(these) - 3} more" if len(these) > 3 else "")
         return Headline(f"compile changed {what} in {names}", "Localize, then Minimize")
     return Headline(f"{changed}; {_who_is_right(these)}", "Localize, then Minimize")
+
+
+def _unchanged(leaves: Sequence[LeafFigures]) -> Headline:
+    """Every value bit-identical, but for memory nobody wrote (not "all bit-identical" then: nobody defines it)."""
+    total = sum(leaf.numel for leaf in leaves)
+    unwritten = sum(leaf.unwritten for leaf in leaves)
+    if unwritten:
+        defined = (
+            f"{total - unwritten:,} values are bit-identical to eager's, and {unwritten:,}"
+            if total > unwritten
+            else f"all {total:,} values"
+        )
+        return Headline(
+            f"compile changed nothing that the program defines: {defined} are uninitialized memory (never written),"
+            " which no run defines",
+            "nothing to do; write the memory (zeros, fill_) if those values are meant to be read",
+        )
+    return Headline(
+        f"compile changed nothing: all {total:,} values are bit-identical to eager's",
+        "nothing to do (Probes try other inputs and layouts)",
+    )
+
+
+def _harmless(changed: str, these: Sequence[LeafFigures]) -> Headline:
+    """Benign values: within the noise allowance; never "nothing to do" where compiled is further than eager."""
+    further = _further(these)
+    if further is not None:
+        return Headline(
+            f"{changed}, within the noise allowance, but compiled is {further} further from float64 than eager",
+            "look inside: Localize shows where compile first changes a value",
+        )
+    return Headline(
+        f"{changed}, no further from float64 than eager's own rounding: harmless reordering of arithmetic",
+        "nothing to do",
+    )
 
 
 def _changed(leaves: Sequence[LeafFigures]) -> str:

@@ -79,16 +79,7 @@ def judge_values(
     if special == (Symptom.SIGNED_ZERO,) and not strict and _zero_signs_are_order(m):
         return _beside_zero_signs(m, factor, noise_ulps, faithful, budget)
     if special:
-        parts = []
-        if m.nan_mismatches:
-            parts.append(f"{m.nan_mismatches} NaN position(s) differ")
-        if m.inf_mismatches:
-            parts.append(f"{m.inf_mismatches} infinity position(s) or sign(s) differ")
-        if m.signed_zero_mismatches:
-            parts.append(f"{m.signed_zero_mismatches} zero(s) differ in sign")
-        what = f"{'; '.join(parts)} of {m.numel}{where}"
-        special_count = m.nan_mismatches + m.inf_mismatches + m.signed_zero_mismatches
-        return _by_reference(m, special, what, special_count, strict)
+        return _special_values(m, special, where, strict)
     if m.exact_dtype:
         what = f"{m.mismatches} of {m.numel} exact (integer/bool) element(s) differ, max abs {m.max_abs:g}{where}"
         return _by_reference(m, (Symptom.VALUE,), what, m.mismatches, strict)
@@ -101,32 +92,51 @@ def judge_values(
     if strict:
         return Judgement(Verdict.DIVERGENT, (Symptom.BITS,), f"strict: {drift}{where}")
     if m.compiled_ref_rms is None or m.eager_ref_rms is None:
-        if m.within_default_tolerance:
-            return Judgement(
-                Verdict.BENIGN,
-                (),
-                f"{drift}; no fp64 reference, but within torch.testing's default tolerances",
-                Witness.TOLERANCE,
-            )
-        rounding = rounding_bound(m, factor, noise_ulps)
-        if rounding is not None and m.max_abs <= rounding:
-            return Judgement(
-                Verdict.BENIGN,
-                (),
-                f"{drift}; no float64 answer could be made, and the two differ by at most {m.max_abs:.3g}, within "
-                f"what rounding gives values of this size ({rounding:.3g}: {factor:g}x plus one times the noise floor "
-                f"of the largest, {m.magnitude:.3g}): without a float64 answer that cannot be told from rounding, so "
-                "it is not called a bug",
-                Witness.TOLERANCE,
-            )
+        return _judge_by_tolerance(m, factor, noise_ulps, drift, where)
+    return _judge_against_reference(m, factor, noise_ulps, drift, where, faithful, budget)
+
+
+def _special_values(m: ValueMetrics, special: tuple[Symptom, ...], where: str, strict: bool) -> Judgement:
+    """NaN, infinity or signed-zero positions differ: judged by which side the reference takes."""
+    parts = []
+    if m.nan_mismatches:
+        parts.append(f"{m.nan_mismatches} NaN position(s) differ")
+    if m.inf_mismatches:
+        parts.append(f"{m.inf_mismatches} infinity position(s) or sign(s) differ")
+    if m.signed_zero_mismatches:
+        parts.append(f"{m.signed_zero_mismatches} zero(s) differ in sign")
+    what = f"{'; '.join(parts)} of {m.numel}{where}"
+    special_count = m.nan_mismatches + m.inf_mismatches + m.signed_zero_mismatches
+    return _by_reference(m, special, what, special_count, strict)
+
+
+def _judge_by_tolerance(m: ValueMetrics, factor: float, noise_ulps: float, drift: str, where: str) -> Judgement:
+    """No fp64 reference: torch.testing's default tolerances, then what rounding gives values of this size."""
+    if m.within_default_tolerance:
         return Judgement(
-            Verdict.DIVERGENT,
-            (Symptom.VALUE,),
-            f"{drift}; no float64 answer could be made, and the difference is beyond torch.testing's default "
-            f"tolerances and beyond what rounding gives values of this size{where}",
+            Verdict.BENIGN,
+            (),
+            f"{drift}; no fp64 reference, but within torch.testing's default tolerances",
             Witness.TOLERANCE,
         )
-    return _judge_against_reference(m, factor, noise_ulps, drift, where, faithful, budget)
+    rounding = rounding_bound(m, factor, noise_ulps)
+    if rounding is not None and m.max_abs <= rounding:
+        return Judgement(
+            Verdict.BENIGN,
+            (),
+            f"{drift}; no float64 answer could be made, and the two differ by at most {m.max_abs:.3g}, within "
+            f"what rounding gives values of this size ({rounding:.3g}: {factor:g}x plus one times the noise floor "
+            f"of the largest, {m.magnitude:.3g}): without a float64 answer that cannot be told from rounding, so "
+            "it is not called a bug",
+            Witness.TOLERANCE,
+        )
+    return Judgement(
+        Verdict.DIVERGENT,
+        (Symptom.VALUE,),
+        f"{drift}; no float64 answer could be made, and the difference is beyond torch.testing's default "
+        f"tolerances and beyond what rounding gives values of this size{where}",
+        Witness.TOLERANCE,
+    )
 
 
 def _worst_at(m: ValueMetrics) -> str:
@@ -211,8 +221,6 @@ def _judge_against_reference(
         f"vs eager's {m.eager_ref_rms:.3g} / {m.eager_ref_max:.3g}"
     )
     floor = f"{noise_ulps:g} fp32 ULPs and one output ULP" if m.low_precision else f"{noise_ulps:g} ULPs"
-    eager_rms_ok = m.eager_ref_rms <= factor * m.compiled_ref_rms + rms_floor
-    eager_max_ok = m.eager_ref_max <= factor * m.compiled_ref_max + max_floor
     if not (rms_ok and max_ok):
         worse = (
             _ratio(m.compiled_ref_rms, m.eager_ref_rms) if not rms_ok else _ratio(m.compiled_ref_max, m.eager_ref_max)
@@ -227,24 +235,7 @@ def _judge_against_reference(
             Nearer.EAGER,
         )
     tests = m.elements.tests if m.elements is not None else ()
-    if eager_rms_ok and eager_max_ok:
-        otherwise = Fallback(
-            Verdict.BENIGN,
-            f"{drift}; {vs}, within {factor:g}x plus {floor} of the output's magnitude: reassociation noise",
-            _nearer(m),
-        )
-    else:
-        further = (
-            _ratio(m.eager_ref_rms, m.compiled_ref_rms)
-            if not eager_rms_ok
-            else _ratio(m.eager_ref_max, m.compiled_ref_max)
-        )
-        otherwise = Fallback(
-            Verdict.EAGER_INACCURATE,
-            f"{EAGER_SIDE}: {drift}; {vs}: eager is {further} further, beyond {factor:g}x compiled's error plus "
-            f"{floor} of the output's magnitude",
-            Nearer.COMPILED,
-        )
+    otherwise = _leaf_wide(m, factor, drift, vs, floor, rms_floor, max_floor)
     fired = family.fired(tests, budget)
     if not fired:
         symptoms = (Symptom.VALUE,) if otherwise.verdict is Verdict.EAGER_INACCURATE else ()
@@ -263,6 +254,32 @@ def _judge_against_reference(
         Nearer.EAGER,
         tests,
         otherwise,
+    )
+
+
+def _leaf_wide(
+    m: ValueMetrics, factor: float, drift: str, vs: str, floor: str, rms_floor: float, max_floor: float
+) -> Fallback:
+    """The leaf-wide rule's verdict where compiled is within its bound: reassociation noise, or eager-inaccurate
+    where eager is the one beyond it (what stands unless the element rule's tests fire)."""
+    assert m.eager_ref_rms is not None and m.compiled_ref_rms is not None
+    assert m.eager_ref_max is not None and m.compiled_ref_max is not None
+    eager_rms_ok = m.eager_ref_rms <= factor * m.compiled_ref_rms + rms_floor
+    eager_max_ok = m.eager_ref_max <= factor * m.compiled_ref_max + max_floor
+    if eager_rms_ok and eager_max_ok:
+        return Fallback(
+            Verdict.BENIGN,
+            f"{drift}; {vs}, within {factor:g}x plus {floor} of the output's magnitude: reassociation noise",
+            _nearer(m),
+        )
+    further = (
+        _ratio(m.eager_ref_rms, m.compiled_ref_rms) if not eager_rms_ok else _ratio(m.eager_ref_max, m.compiled_ref_max)
+    )
+    return Fallback(
+        Verdict.EAGER_INACCURATE,
+        f"{EAGER_SIDE}: {drift}; {vs}: eager is {further} further, beyond {factor:g}x compiled's error plus "
+        f"{floor} of the output's magnitude",
+        Nearer.COMPILED,
     )
 
 
