@@ -26,26 +26,30 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+def names_bound_by(node: ast.AST, *, patterns: bool = True) -> tuple[str, ...]:
+    """The names one node itself binds (not its children's): an assignment or deletion target, a definition, an
+    import alias, an exception handler's name, a `global`/`nonlocal` declaration, a parameter and, with `patterns`, a
+    `match` capture. Every walk that collects bindings classifies nodes with this one function."""
+    if isinstance(node, ast.Name):
+        return (node.id,) if isinstance(node.ctx, (ast.Store, ast.Del)) else ()
+    if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
+        return (node.name,)
+    if isinstance(node, ast.alias):
+        return ((node.asname or node.name).split(".")[0],)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return tuple(node.names)
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    bound = patterns or not isinstance(node, (ast.MatchAs, ast.MatchStar))
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name and bound:
+        return (node.name,)
+    return ()
+
+
 def _stores(node: ast.AST, *, scope: bool = True) -> set[str]:
     """The names a node binds in its own scope (nested function, lambda and class bodies excluded); `scope=False`:
     `node` is an expression or statement of the scope around it, even if it is a lambda or a definition."""
-    names: set[str] = set()
-    for child in _walk_scope(node) if scope else _walk([node]):
-        if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-            names.add(child.id)
-        elif isinstance(child, (*_FUNCTIONS, ast.ClassDef)):
-            names.add(child.name)
-        elif isinstance(child, ast.alias):
-            names.add((child.asname or child.name).split(".")[0])
-        elif isinstance(child, ast.ExceptHandler) and child.name:
-            names.add(child.name)
-        elif isinstance(child, (ast.Global, ast.Nonlocal)):
-            names.update(child.names)
-        elif isinstance(child, ast.arg):
-            names.add(child.arg)  # the scope's own parameters
-        elif isinstance(child, (ast.MatchAs, ast.MatchStar)) and child.name:
-            names.add(child.name)
-    return names
+    return {name for child in (_walk_scope(node) if scope else _walk([node])) for name in names_bound_by(child)}
 
 
 def _walk_scope(node: ast.AST) -> Iterable[ast.AST]:

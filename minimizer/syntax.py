@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import TypeVar, cast
 
-from minimizer.scopes import Definitions, broken, unbound_reads
+from minimizer.scopes import Definitions, broken, names_bound_by, unbound_reads
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -59,21 +59,9 @@ def _fill_empty_bodies(tree: ast.AST) -> None:
 
 
 def defined_names(tree: ast.AST) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
-    return names
+    """Every name bound anywhere in the tree, whatever its scope (`match` captures not counted: the module-wide check
+    has never needed them, and `unbound_reads` counts them by scope)."""
+    return {name for node in ast.walk(tree) for name in names_bound_by(node, patterns=False)}
 
 
 def used_names(tree: ast.AST) -> set[str]:

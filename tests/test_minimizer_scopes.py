@@ -9,8 +9,8 @@ import pytest
 
 from minimizer.passes import delete_statements
 from minimizer.reducer import PredicateOracle, Problem, Reducer
-from minimizer.scopes import Definitions, broken, unbound_reads
-from minimizer.syntax import keeps_style, statically_plausible
+from minimizer.scopes import Definitions, broken, names_bound_by, unbound_reads
+from minimizer.syntax import defined_names, keeps_style, statically_plausible
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -53,6 +53,27 @@ def test_what_python_runs_is_plausible(source: str) -> None:
 @pytest.mark.parametrize(("source", "name"), FAILS.values(), ids=list(FAILS))
 def test_a_name_read_where_nothing_binds_it_is_named(source: str, name: str) -> None:
     assert unbound_reads(ast.parse(source)) == name and not statically_plausible(source)
+
+
+BINDS = (
+    "import os.path as p, sys\nfrom a import b as c\nx, *y = 1, 2\ndel z\nfor i in r: pass\nwith o as w: pass\n"
+    "def f(q, *a, k=1, **kw):\n    global g\n    nonlocal_ = 1\nclass K: pass\nlambda m: m\n"
+    "try:\n    pass\nexcept E as e:\n    pass\n[v for v in r]\n(n := 1)\n"
+    "match t:\n    case [h, *rest]: pass\n    case {'k': 1, **more} as whole: pass\n"
+)
+
+
+def test_one_classification_of_bound_names_serves_both_walks() -> None:
+    tree = ast.parse(BINDS)
+    everything = {"p", "sys", "c", "x", "y", "z", "i", "w", "f", "q", "a", "k", "kw", "g", "nonlocal_", "K", "m"}
+    everything |= {"e", "v", "n"}
+    captures = {"h", "rest", "whole"}  # `**more` is a MatchMapping's rest: neither walk has ever counted it
+    assert defined_names(tree) == everything  # module-wide: match captures not counted, as before
+    assert {n for node in ast.walk(tree) for n in names_bound_by(node)} == everything | captures
+    assert names_bound_by(ast.parse("t = 1").body[0]) == ()  # the node itself only: its targets are its children
+    # by scope: a match capture read in its case is bound; the same read with no capture is not
+    assert unbound_reads(ast.parse("def f(t):\n    match t:\n        case [h]:\n            return h\n")) is None
+    assert unbound_reads(ast.parse("def f(t):\n    match t:\n        case [1]:\n            return h\n")) == "h"
 
 
 def test_every_program_of_the_corpora_and_gallery_is_plausible() -> None:
