@@ -288,14 +288,21 @@ def _plain_reference(call: _Call) -> Reference | None:
         return None
     settings.emit("fp64 reference")
     try:
-        return fp64_reference(
-            call.eager_fn, call.pristine, call.seed, call.state, backward=settings.backward, note=settings.note
-        )
+        return _reference(call, fp64_reference)
     except Exception as exc:  # the reference is best-effort: many ops have no float64 kernel
         settings.note(
             f"fp64 reference unavailable ({type(exc).__name__}: {str(exc)[:200]}); value drift judged by tolerances"
         )
         return None
+
+
+def _reference(call: _Call, run: Callable[..., Reference], mode: Any = None) -> Reference:
+    """The call's program run again from its pristine inputs by `run` (fp64_reference or float32_twin), under `mode`
+    (a FaithfulMode replaying eager's roundings and draws) when given."""
+    settings = call.settings
+    return run(
+        call.eager_fn, call.pristine, call.seed, call.state, backward=settings.backward, note=settings.note, mode=mode
+    )
 
 
 def _judge_faithfully(call: _Call, judgement: _Judgement) -> None:
@@ -308,15 +315,7 @@ def _judge_faithfully(call: _Call, judgement: _Judgement) -> None:
         settings.emit("float32 twin")
         trace = judgement.trace if faithful_ref is not None else None
         try:
-            judgement.twin = float32_twin(
-                call.eager_fn,
-                call.pristine,
-                call.seed,
-                call.state,
-                backward=settings.backward,
-                note=settings.note,
-                mode=faithful.FaithfulMode(trace) if trace is not None else None,
-            )
+            judgement.twin = _reference(call, float32_twin, faithful.FaithfulMode(trace) if trace is not None else None)
         except Exception as exc:  # best-effort: without it the band is its floor
             settings.note(
                 f"the float32 twin of the reference failed ({type(exc).__name__}: {str(exc)[:200]}); "
@@ -334,19 +333,7 @@ def _faithful_reference(call: _Call, judgement: _Judgement) -> Reference | None:
     try:
         judgement.trace = faithful.trace_eager(call.rerun(), call.named)
         mode = faithful.FaithfulMode(judgement.trace)
-        reference = (
-            fp64_reference(
-                call.eager_fn,
-                call.pristine,
-                call.seed,
-                call.state,
-                backward=settings.backward,
-                note=settings.note,
-                mode=mode,
-            )
-            if judgement.trace.changes_reference
-            else None
-        )
+        reference = _reference(call, fp64_reference, mode) if judgement.trace.changes_reference else None
     except Exception as exc:  # best-effort, like the plain reference: a program may refuse a dispatch mode
         settings.note(
             f"the faithful fp64 reference failed ({type(exc).__name__}: {str(exc)[:200]}); judged against the plain one"
