@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from minimizer.mechanism import forward_of
 from minimizer.syntax import binds, fresh, tidy_tree, unparse
@@ -27,6 +27,7 @@ from minimizer.syntax import binds, fresh, tidy_tree, unparse
 _PLACEHOLDER = re.compile(r"^[LG]_(?P<name>.+?)_$")
 _ANNOTATION = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\]")
 _LIFTED = re.compile(r"(^|_)(modules|parameters|buffers)_")
+_POSITIVE = re.compile(r"buffers_running_var_?$")  # BatchNorm's and InstanceNorm's running variance
 # Dynamo's dtype codes, as torch spells them
 DTYPES = {
     "f32": "float32",
@@ -48,13 +49,15 @@ DTYPES = {
 class TensorType:
     dtype: str  # torch's name: "float32", "int64", ...
     shape: tuple[int, ...]
+    positive: bool = False  # a value that must be positive to mean anything: a norm's running variance
 
     def maker(self, requires_grad: bool = False) -> ast.expr:
         """A seeded, small tensor of this type: the shape of a parameter, not its values."""
         shape = ", ".join(str(s) for s in self.shape) or "()"
         if self.dtype in ("float32", "float64", "float16", "bfloat16"):
             dtype = "" if self.dtype == "float32" else f", dtype=torch.{self.dtype}"
-            text = f"torch.randn({shape}{dtype})"
+            # a negative running variance makes batch_norm's output NaN on both sides: no divergence left to see
+            text = f"torch.{'rand' if self.positive else 'randn'}({shape}{dtype})"
         elif self.dtype == "bool":
             text = f"torch.ones({shape}, dtype=torch.bool)"
         elif self.dtype.startswith(("int", "uint")):
@@ -130,6 +133,8 @@ def graph_to_function(graph: str, name: str = "fn") -> GraphFunction | None:
             typed = tensor_type(str(annotation))
             if typed is None:
                 return None  # a lifted input we cannot make (a symbolic size, a non-tensor)
+            if _POSITIVE.search(plain):
+                typed = replace(typed, positive=True)
             short = _short(plain)
             while short in taken:
                 short += "_"
@@ -175,19 +180,32 @@ def _grad_switch(stmt: ast.stmt) -> bool | None:
 
 
 def _without_grad_switches(body: list[ast.stmt]) -> tuple[list[ast.stmt], bool]:
-    """A region that turns gradients off for all its work (`with torch.no_grad():` around the call, an inference
-    wrapper) as a body without the switches and True: the function is then written `@torch.no_grad()`.
+    """The grad switches of a region as Python a reader knows: a body without them and True when gradients are off
+    for all its work (`with torch.no_grad():` around the call, an inference wrapper: the function is then written
+    `@torch.no_grad()`); each switch-off ... switch-on pair inside the body (a `@torch.no_grad()` helper the forward
+    calls) as a `with torch.no_grad():` block around the statements between them.
 
     The switches are statements whose value nothing reads, so dead-code removal would drop them and the region would
-    run with gradients on (refused: another no-grad state). Only the shape off first, back on at the end is folded;
-    any other body is returned as it is.
+    run with gradients on (refused: another no-grad state). Only these shapes are folded; any other body is returned
+    as it is.
     """
     switches = [(i, _grad_switch(s)) for i, s in enumerate(body) if _grad_switch(s) is not None]
-    if not switches or [on for _, on in switches] not in ([False], [False, True]) or switches[0][0] != 0:
+    if not switches:
         return body, False
-    if len(switches) == 2 and any(not isinstance(s, ast.Return) for s in body[switches[1][0] + 1 :]):
+    if [on for _, on in switches] in ([False], [False, True]) and switches[0][0] == 0:
+        if len(switches) == 1 or all(isinstance(s, ast.Return) for s in body[switches[1][0] + 1 :]):
+            return [s for i, s in enumerate(body) if i not in {k for k, _ in switches}], True
+    ons = [on for _, on in switches]
+    if len(ons) % 2 or ons != [False, True] * (len(ons) // 2):
         return body, False
-    return [s for i, s in enumerate(body) if i not in {k for k, _ in switches}], True
+    folded: list[ast.stmt] = []
+    done = 0
+    for (off, _), (on, _) in zip(switches[::2], switches[1::2], strict=True):
+        folded += body[done:off]
+        inner = body[off + 1 : on] or [ast.Pass()]
+        folded.append(ast.With(items=[ast.withitem(ast.parse("torch.no_grad()", mode="eval").body)], body=inner))
+        done = on + 1
+    return folded + body[done:], False
 
 
 def _plain_body(forward: ast.FunctionDef, renames: dict[str, str]) -> list[ast.stmt]:

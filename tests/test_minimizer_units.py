@@ -281,3 +281,48 @@ def test_the_graph_rewrite_of_a_no_grad_region_is_a_no_grad_function() -> None:
     assert rewritten is not None and "@torch.no_grad()\ndef fn(x):" in rewritten, rewritten
     assert "_set_grad_enabled" not in rewritten
     assert "@torch.no_grad" not in (rewrite_with_graph(MODULE_SOURCE, (GRAPH,)) or "")
+
+
+def test_the_graph_rewrite_draws_a_running_variance_positive() -> None:
+    # a BatchNorm's running variance drawn from randn made batch_norm's output NaN on both sides: the rewrite of a
+    # conv front end (keyword_spotter) was refused as not divergent
+    graph = (
+        GRAPH.replace(
+            'def forward(self, L_x_: "f32[6][1]cpu"):',
+            'def forward(self, L_x_: "f32[6][1]cpu", L_self_modules_norm_buffers_running_var_: "f32[6][1]cpu", '
+            'L_self_modules_norm_buffers_running_mean_: "f32[6][1]cpu"):',
+        )
+        .replace(
+            "        l_x_ = L_x_\n",
+            "        l_x_ = L_x_\n"
+            "        l_self_modules_norm_buffers_running_var_ = L_self_modules_norm_buffers_running_var_\n"
+            "        l_self_modules_norm_buffers_running_mean_ = L_self_modules_norm_buffers_running_mean_\n",
+        )
+        .replace(
+            "torch.div(elu, zeros_like)",
+            "torch.div(elu - l_self_modules_norm_buffers_running_mean_, l_self_modules_norm_buffers_running_var_)",
+        )
+    )
+    rewritten = rewrite_with_graph(MODULE_SOURCE, (graph,))
+    assert rewritten is not None and "def fn(x, norm_running_var, norm_running_mean):" in rewritten, rewritten
+    assert "torch.rand(6), torch.randn(6))" in rewritten, rewritten
+
+
+def test_the_graph_rewrite_keeps_a_no_grad_helper_as_a_no_grad_block() -> None:
+    # a forward that calls a `@torch.no_grad()` helper (a buffer rebuilt in place): its switches sit mid-body, so
+    # tidying the rewrite dropped them and every graph-path candidate was refused as another no-grad state
+    graph = GRAPH.replace(
+        '        zeros_like: "f32[6][1]cpu"',
+        "        _set_grad_enabled = torch._C._set_grad_enabled(False);  _set_grad_enabled = None\n"
+        '        zeros_like: "f32[6][1]cpu"',
+    ).replace(
+        '        div: "f32[6][1]cpu"',
+        "        _set_grad_enabled_1 = torch._C._set_grad_enabled(True);  _set_grad_enabled_1 = None\n"
+        '        div: "f32[6][1]cpu"',
+    )
+    rewritten = rewrite_with_graph(MODULE_SOURCE, (graph,))
+    assert rewritten is not None and "_set_grad_enabled" not in rewritten and "@torch.no_grad" not in rewritten
+    assert (
+        "    elu = torch.nn.functional.elu(x, alpha=0.52)\n    with torch.no_grad():\n        zeros_like = "
+        "torch.zeros_like(x)\n    div = torch.div(elu, zeros_like)" in rewritten
+    ), rewritten
