@@ -209,7 +209,8 @@ class _Context:
 
     def emit_repro(self, program: str) -> str:
         """The self-checking repro of `program`, with the switches the signature was established with; runs nothing."""
-        return emit(program, self.oracle.candidate_options, seed=self.options.seed)
+        # the original's check says what of the engine the repro needs (a candidate only loses what it had)
+        return emit(program, self.oracle.candidate_options, seed=self.options.seed, result=self.oracle.baseline)
 
     def check_repro(self, program: str) -> tuple[str | None, Verification | None]:
         """`program`'s repro and what running it in a fresh interpreter said; (None, None) where none can be emitted."""

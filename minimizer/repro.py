@@ -3,12 +3,12 @@
 The emitted script imports only torch (plus what the program itself imports), seeds the RNG before the
 program's own module code as the engine does, runs eager and compiled from the same RNG state on cloned
 inputs, and judges every output (every input mutated in place, every module buffer and, with `backward`,
-every gradient of an input or parameter) under the check's leaf names with **the engine's own judge**:
-engine/judge, the faithful reference's trace (engine/child/faithful.py) and the leaf walker
-(engine/child/leaves.py) are embedded verbatim, read as text from the engine beside this package, so the floor,
-the element rule, the strides that count, the reference (eager asked per call which scalars it rounds, its draws
-replayed in float64) and every leaf's name (a cache's `out.cache.layers[0].keys`, a dataclass's field) are the
-check's.
+every gradient of an input or parameter) under the check's leaf names with the engine's rules. The program comes
+first; after it, the judge a maintainer can read: minimizer/vendored (the engine's verdict and element rules on
+whole tensors, held equal to engine/judge by tests/test_vendored_judge.py, and the leaf names of plain values), plus,
+only where the program needs them, two engine modules pasted whole: engine/child/faithful.py (the reference that
+rounds the scalars eager rounds and replays its draws) and engine/child/leaves.py (the walker that names
+`out.cache.layers[0].keys`).
 It prints each leaf's verdict and sentence and exits 1 while compiled diverges, 0 once it does not.
 
 - fn + inputs: the program, then the harness calls `fn` on `inputs`.
@@ -22,6 +22,7 @@ line for the signature's leaf names the signature's symptoms.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -32,157 +33,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import CheckOptions, SnippetStyle, detect_style
-
-# Shared by every style. Constants (SEED, DEVICE, DTYPE, FACTOR, NOISE_ULPS, BACKWARD, COMPILE_KWARGS) come before
-# it, the judge after it.
-HELPERS = '''
-def _map(obj, f):
-    # the engine's own walker (embedded below): namedtuples, dataclasses, pytree nodes and objects' attributes
-    return _judge.leaves.map_tensors(obj, f)
-
-
-def _tensors(obj, name):
-    # every tensor by the engine's leaf name: `out.cache.layers[0].keys` as the check printed it
-    return _judge.leaves.tensors_of(obj, name)
-
-
-def _seed(seed):
-    torch.manual_seed(seed)
-    random.seed(seed)
-    if "numpy" in sys.modules:  # the engine seeds numpy's global generator too
-        sys.modules["numpy"].random.seed(seed % 2**32)
-
-
-def _differentiable(t):
-    return t.is_floating_point() or t.is_complex()
-
-
-def _to64(t):
-    if t.is_floating_point():
-        return t.detach().double()
-    return t.detach().to(torch.complex128) if t.is_complex() else t.detach().clone()
-
-
-def _prepare(t):
-    t = t.to(DEVICE)
-    return t.to(DTYPE) if DTYPE is not None and t.is_floating_point() else t
-
-
-def _module_of(call):
-    owner = getattr(call, "__self__", None)
-    return call if isinstance(call, torch.nn.Module) else owner if isinstance(owner, torch.nn.Module) else None
-
-
-def _gradients(out, args, kwargs, module, seed):
-    # the engine's loss: a fixed random cotangent per output, drawn in float64 from seed + 1
-    outs = [t for _, t in _tensors(out, "out") if t.requires_grad]
-    if not outs:
-        return {}
-    gen = torch.Generator().manual_seed(seed + 1)
-    torch.autograd.backward(outs, [torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.dtype).to(t.device) for t in outs])
-    grads = {f"grad {n}": t.grad.detach().clone() for n, t in _inputs(args, kwargs) if t.grad is not None}
-    for n, p in module.named_parameters() if module is not None else ():
-        if p.grad is not None:
-            grads[f"grad self.{n}"] = p.grad.detach().clone()
-            p.grad = None  # eager's gradients must not accumulate into compiled's
-    return grads
-
-
-def _run(call, args, kwargs, seed, module, clone=True, mode=None):
-    """Call once from `seed` (under a dispatch mode, if given); return every compared tensor by the engine's leaf
-    names, and the call's own output."""
-    if clone:  # detach first: deepcopy refuses non-leaf tensors, and keeps aliasing between inputs
-        args, kwargs = copy.deepcopy(_map((args, kwargs), lambda t: t.detach().requires_grad_(t.requires_grad and t.is_leaf)))
-    if BACKWARD:
-        args, kwargs = _map((args, kwargs), lambda t: t.detach().requires_grad_(True) if _differentiable(t) else t)
-    before = {n: t.detach().clone() for n, t in _inputs(args, kwargs)}
-    _seed(seed)
-    with mode if mode is not None else contextlib.nullcontext():
-        out = call(*args, **kwargs)
-        grads = _gradients(out, args, kwargs, module, seed) if BACKWARD else {}
-    leaves = dict(_tensors(out, "out"))
-    # inputs that this side mutated in place: a mutation on one side only shows up as a missing leaf
-    leaves.update((f"input {n}", t) for n, t in _inputs(args, kwargs) if not _same(before[n], t.detach()))
-    if module is not None:
-        leaves.update((f"state self.{n}", b) for n, b in module.named_buffers())
-    leaves.update(grads)
-    return {n: t.detach().clone() for n, t in leaves.items()}, out
-
-
-def _inputs(args, kwargs):
-    return [*_tensors(args, "args"), *_tensors(kwargs, "kwargs")]
-
-
-def _same(a, b):
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return bool(((a == b) | (a != a) & (b != b)).all()) if a.is_floating_point() else torch.equal(a, b)
-
-
-def _eager(call, args, kwargs, seed, module):
-    """Eager's run, watched as the check watches it: which Python scalars eager rounds, which random numbers it
-    draws."""
-    trace = _judge.faithful.EagerTrace()
-    leaves, _ = _run(call, args, kwargs, seed, module, mode=trace)
-    return leaves, trace.trace
-
-
-def _reference(call, args, kwargs, seed, trace):
-    """The check's faithful fp64 reference: the module and floating inputs in float64, eager's roundings and draws
-    replayed; empty when an op has no float64 kernel."""
-    try:
-        module = _module_of(call)
-        if module is not None:
-            copied = copy.deepcopy(module).double()
-            call = copied if call is module else types.MethodType(call.__func__, copied)
-            module = copied
-        mode = _judge.faithful.FaithfulMode(trace) if trace.changes_reference else None
-        with _judge.faithful.ExactSequences():  # arange/linspace/logspace in float64, as the check's reference
-            return _run(call, *_map((args, kwargs), _to64), seed, module, clone=False, mode=mode)[0]
-    except Exception as exc:
-        print(f"(no fp64 reference: {type(exc).__name__}: {exc})")
-        return {}
-
-
-def _compare(eager, compiled, reference, trace, prefix=""):
-    """Judge every leaf with the engine's own rules (the judge embedded below); return one line per divergent leaf."""
-    oracle, verdicts = _judge.oracle, _judge.verdicts
-    witness = _judge.witness.FaithfulReference(trace.describe()) if trace.changes_reference else None
-    diverged = [f"{prefix}{name} [mutation]: only the compiled run changed it in place" for name in compiled if name not in eager]
-    for name, e in eager.items():
-        c = compiled.get(name)
-        label = prefix + name
-        if c is None:
-            diverged.append(f"{label} [mutation]: missing from the compiled result (eager changed it in place, compiled did not)")
-            continue
-        if e.shape != c.shape or e.dtype != c.dtype:
-            symptoms = ["shape"] * (e.shape != c.shape) + ["dtype"] * (e.dtype != c.dtype)
-            diverged.append(f"{label} [{', '.join(symptoms)}]: {tuple(e.shape)} {e.dtype} vs compiled {tuple(c.shape)} {c.dtype}")
-            continue
-        r = reference.get(name)
-        r = r.to(e.device) if r is not None and r.shape == e.shape and e.is_floating_point() else None
-        metrics = _judge.metrics.value_metrics(e, c, r)
-        j = oracle.judge_values(metrics, strict=False, factor=FACTOR, noise_ulps=NOISE_ULPS, faithful=witness if r is not None else None)
-        print(f"{label}: {j.verdict.value}: {j.explanation}")
-        symptoms = [s.value for s in j.symptoms] if j.verdict is verdicts.Verdict.DIVERGENT else []
-        strides = oracle.significant_strides(e) != oracle.significant_strides(c)
-        if strides:
-            symptoms.append("stride")
-        if symptoms:
-            why = j.explanation if j.verdict is verdicts.Verdict.DIVERGENT else f"strides {e.stride()} vs compiled {c.stride()}"
-            diverged.append(f"{label} [{', '.join(symptoms)}]: {why}")
-            print(f"  eager:    {e.flatten()[:8].tolist()}")
-            print(f"  compiled: {c.flatten()[:8].tolist()}")
-    return diverged
-
-
-def _finish(diverged):
-    for line in diverged:
-        print("DIVERGENT", line)
-    print("torch", torch.__version__, "- bug present" if diverged else "- no divergence")
-    return 1 if diverged else 0
-'''  # noqa: E501  (the script's own lines, as a repro shows them)
+from engine import CheckOptions, CheckResult, SnippetStyle, detect_style
+from engine.judge.verdicts import Witness
+from minimizer.mechanism import read_graphs
 
 # fn + inputs and KernelBench (after the adapter has defined fn and inputs)
 PROGRAM_DRIVER = """
@@ -190,15 +43,13 @@ PROGRAM_DRIVER = """
 def _args():
     _seed(SEED)
     made = inputs() if callable(inputs) else inputs
-    return _map(tuple(made), _prepare)
+    return map_tensors(tuple(made), lambda t: t.to(DEVICE, DTYPE) if DTYPE and t.is_floating_point() else t.to(DEVICE))
 
 
 def main():
     module = _module_of(fn)
     if module is not None:
-        module.to(DEVICE)
-        if DTYPE is not None:
-            module.to(DTYPE)
+        module.to(DEVICE, DTYPE)  # DTYPE None: the module's own dtypes
     saved = copy.deepcopy(module.state_dict()) if module is not None else None
     eager, trace = _eager(fn, _args(), {}, SEED, module)
     if module is not None:
@@ -243,7 +94,7 @@ torch.compile = _checked_compile
 _seed(SEED)
 
 # ---- the program ----
-'''  # noqa: E501  (the script's own lines, as a repro shows them)
+'''
 
 REPRO_FOOTER = """
 
@@ -266,11 +117,13 @@ class Verification:
     output: str
 
 
-def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
+def emit(program: str, options: CheckOptions, seed: int = 0, result: CheckResult | None = None) -> str:
     """A standalone script around the program, for fn + inputs, KernelBench and verbatim-repro programs.
 
-    Its verdict is the engine's: the judge (engine/judge and the faithful reference's trace) is embedded verbatim,
-    and eager's run is asked, call by call, which Python scalars it rounds and which numbers it draws.
+    Its verdict is the engine's: the compact judge (minimizer/vendored, held equal to engine/judge by a test) and,
+    where the program's check (`result`) replayed eager's scalar roundings or draws in its reference, or where no
+    check is given, the engine's faithful reference; the engine's own leaf walker where the program may hold objects
+    beyond plain containers (`Vendored.of`).
     """
     try:
         style = detect_style(program)
@@ -281,70 +134,140 @@ def emit(program: str, options: CheckOptions, seed: int = 0) -> str:
         '"""Minimized by Divergence Explorer: torch.compile diverges from eager. Exits 1 while the bug is'
         ' present."""\n'
         + future
-        + "import contextlib\nimport copy\nimport random\nimport sys\nimport types\n\nimport torch\nimport"
-        " torch.utils._python_dispatch\n\n"
-        + _constants(options, seed, style, program)
-        + "".join(f"torch._inductor.config.{k} = {v!r}\n" for k, v in sorted(options.inductor_config.items()))
+        + "import contextlib\nimport copy\nimport dataclasses\nimport math\nimport random\nimport sys\nimport"
+        " types\n\nimport torch\n\n"
     )
+    seed_line, constants = _constants(options, seed, style, program).split("\n", 1)
+    constants += "".join(f"torch._inductor.config.{k} = {v!r}\n" for k, v in sorted(options.inductor_config.items()))
+    judge = judge_source(Vendored.of(program, options, result))
     if style is SnippetStyle.REPRO:
         # the script drives its own calls: the engine ignores backward, device and dtype for it, and so does this
-        return head + HELPERS + judge_source() + REPRO_INTERCEPT + body.rstrip() + "\n" + REPRO_FOOTER
+        return head + seed_line + "\n" + constants + judge + REPRO_INTERCEPT + body.rstrip() + "\n" + REPRO_FOOTER
     body = _without_main_block(body)  # the engine loads these styles as a module, not as __main__
     adapter = ""
     if style is SnippetStyle.KERNELBENCH:
         # built right after the module code, before any re-seeding: the engine draws the weights from the same RNG state
         adapter = '\nfn = Model(*(get_init_inputs() if "get_init_inputs" in globals() else ()))\ninputs = get_inputs\n'
-    seeded = (
-        "# module-level inputs and weights draw from the RNG state the check started"
-        " from\ntorch.manual_seed(SEED)\nrandom.seed(SEED)\n"
-    )
+    seeded = f"{seed_line}  # module-level inputs and weights draw from the RNG state the check started from\n"
+    seeded += "torch.manual_seed(SEED)\nrandom.seed(SEED)\n"
     if "numpy" in program:
         seeded += "import numpy\nnumpy.random.seed(SEED)\n"
-    seeded += "\n"
+    harness = "\n\n# ---- Divergence Explorer's harness: eager vs torch.compile vs an fp64 reference ----\n"
+    return head + seeded + "\n" + body.rstrip() + "\n" + adapter + harness + constants + judge + PROGRAM_DRIVER
+
+
+@dataclass(frozen=True)
+class Vendored:
+    """What of the engine a repro carries beyond its compact judge (minimizer/vendored), chosen per program."""
+
+    walker: bool  # engine/child/leaves.py whole: the program may return or take objects beyond plain containers
+    faithful: bool  # engine/child/faithful.py: the check's reference replayed eager's roundings or draws
+    gradients: bool = False  # minimizer/vendored/gradients.py: the check compared gradients (`backward`)
+
+    @classmethod
+    def of(cls, program: str, options: CheckOptions, result: CheckResult | None = None) -> Vendored:
+        """Without a check to read, everything. The faithful reference where the check rounded scalars as eager does,
+        judged a leaf against that reference, or compiled a random op; and where the program makes float sequences
+        (arange), for its ExactSequences: the check's reference computes them in float64."""
+        if result is None:
+            return cls(walker=not _plain(program), faithful=True, gradients=bool(options.backward))
+        faithful = bool(result.scalar_roundings) or _SEQUENCES.search(program) is not None
+        faithful = faithful or any(leaf.witness is Witness.FAITHFUL for leaf in result.leaves)
+        faithful = faithful or bool(read_graphs(result.code.fx_graphs).random_ops)
+        return cls(walker=not _plain(program), faithful=faithful, gradients=bool(options.backward))
+
+
+_SEQUENCES = re.compile(r"\b(arange|linspace|logspace)\b")
+# what a program may import and still hold only values the compact walker names as the engine does
+_PLAIN_IMPORTS = {"torch", "math", "random", "functools", "itertools", "operator", "typing", "dataclasses", "copy"}
+_PLAIN_IMPORTS |= {"collections", "__future__", "warnings", "os", "sys", "time"}
+
+
+def _plain(program: str) -> bool:
+    """Whether everything the program returns or takes is a tensor, a number, a tuple, list or dict, a namedtuple or
+    a dataclass (what minimizer/vendored/walker.py names): its classes are modules, dataclasses or NamedTuples, and
+    it imports nothing that could hand it other objects."""
+    for node in ast.walk(ast.parse(program)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(name.split(".")[0] not in _PLAIN_IMPORTS for name in names):
+                return False
+        if isinstance(node, ast.ClassDef):
+            said = [ast.unparse(b) for b in (*node.bases, *node.decorator_list)]
+            if not any(w.endswith(("Module", "dataclass", "NamedTuple")) or "dataclass(" in w for w in said):
+                return False
+    return True
+
+
+_MARK = "# ---- vendored ----"
+_VENDORED = Path(__file__).resolve().parent / "vendored"
+_ENGINE = Path(__file__).resolve().parents[1] / "engine"  # beside this package: read as text, never imported
+
+
+def judge_source(vendored: Vendored) -> str:
+    """The script's judge and harness: minimizer/vendored's files below their `# ---- vendored ----` line, and the
+    engine modules `vendored` asks for, pasted whole as readable text and loaded as modules."""
+    parts = [_engine_module("faithful", _faithful_source())] if vendored.faithful else []
+    if vendored.walker:
+        parts.append(_engine_module("leaves", _without_docstring((_ENGINE / "child" / "leaves.py").read_text())))
+        parts.append("tensors_of, map_tensors = _leaves.tensors_of, _leaves.map_tensors\n")
+    files = ("elements", "judge", "harness", *(("gradients",) if vendored.gradients else ()))
+    for name in files if vendored.walker else ("walker", *files):
+        text = (_VENDORED / f"{name}.py").read_text()
+        parts.append(text[text.index(_MARK) + len(_MARK) :].strip("\n") + "\n")
+    return "\n\n" + "\n\n".join(parts)
+
+
+def _engine_module(name: str, source: str) -> str:
+    """An engine module as a script section: its source as text, executed as a module named `_<name>`."""
+    if "'''" in source or "\\" in source:
+        raise ReproError(f"engine/child/{name}.py cannot be pasted into a repro as a raw string")
+    variable = f"_{name.upper()}_SOURCE"
     return (
-        head
-        + seeded
-        + body.rstrip()
-        + "\n"
-        + adapter
-        + "\n# ---- harness: eager vs torch.compile vs an fp64 reference (written by Divergence Explorer) ----\n"
-        + HELPERS
-        + judge_source()
-        + PROGRAM_DRIVER
+        f"# ---- Divergence Explorer's engine/child/{name}.py, its code as the engine has it ----\n{variable} = r'''\n"
+        f"{source}'''\n"
+        f'_{name} = types.ModuleType("_{name}")\n'
+        f'sys.modules["_{name}"] = _{name}  # dataclasses look their module up\n'
+        f'exec(compile({variable}, "<engine/child/{name}.py>", "exec"), _{name}.__dict__)\n'
     )
 
 
-# The modules of the engine's judge a repro embeds, in dependency order, and where they are.
-JUDGE_MODULES = ("verdicts", "evidence", "elements", "metrics", "witness", "family", "oracle", "faithful", "leaves")
-_CHILD_MODULES = ("faithful", "leaves")  # in engine/child: the reference's trace and the one leaf walker
-_JUDGE_PACKAGE = "_divergence_judge"
+_FAITHFUL_IMPORTS = (
+    "from engine.judge.metrics import LOW_PRECISION, bitwise_equal",
+    "from engine.judge.witness import ScalarRounding as Rounding",
+)
 
 
-def judge_source() -> str:
-    """The engine's judge as a script section: each module's source verbatim (imports renamed to a private
-    package), loaded into sys.modules by a few lines; `_judge` then holds them."""
-    root = (
-        Path(__file__).resolve().parents[1] / "engine"
-    )  # the engine beside this package (read as text, never imported)
-    sources = {}
-    for name in JUDGE_MODULES:
-        text = (root / ("child" if name in _CHILD_MODULES else "judge") / f"{name}.py").read_text()
-        text = text.replace("from engine.judge.", f"from {_JUDGE_PACKAGE}.").replace(
-            "from engine.judge import", f"from {_JUDGE_PACKAGE} import"
-        )
-        if "from engine" in text:
-            raise ReproError(f"the judge's module {name} imports more of the engine than a repro can embed")
-        sources[name] = text
-    body = "".join(f"    {name!r}: {text!r},\n" for name, text in sources.items())
-    return (
-        "\n\n# ---- the engine's judge, verbatim (Divergence Explorer's engine/judge and its faithful reference's"
-        f" trace) ----\n_JUDGE_SOURCES = {{\n{body}}}\n\n\ndef _load_judge():\n    package ="
-        f" types.ModuleType({_JUDGE_PACKAGE!r})\n    package.__path__ = []\n    sys.modules[package.__name__] ="
-        " package\n    for name, source in _JUDGE_SOURCES.items():\n        module ="
-        " types.ModuleType(f'{package.__name__}.{name}')\n        sys.modules[module.__name__] = module\n       "
-        " exec(compile(source, f'<judge: {name}>', 'exec'), module.__dict__)\n        setattr(package, name,"
-        " module)\n    return package\n\n\n_judge = _load_judge()\n"
-    )
+def _faithful_source() -> str:
+    """engine/child/faithful.py, its imports from engine/judge replaced by the definitions they name (read from the
+    engine's source, not copied by hand)."""
+    text = _without_docstring((_ENGINE / "child" / "faithful.py").read_text())
+    imports = tuple(line for line in text.splitlines() if line.startswith("from engine."))
+    if imports != _FAITHFUL_IMPORTS:
+        raise ReproError(f"engine/child/faithful.py imports what a repro does not vendor: {imports}")
+    wanted = (("metrics", "_INT_VIEW"), ("metrics", "LOW_PRECISION"), ("metrics", "bitwise_equal"))
+    pasted = [_definition(module, name) for module, name in (*wanted, ("witness", "ScalarRounding"))]
+    text = text.replace(imports[0] + "\n", "")
+    return text.replace(imports[1] + "\n", "\n\n".join(pasted) + "\n\n\nRounding = ScalarRounding\n")
+
+
+def _definition(module: str, name: str) -> str:
+    """One top-level definition of engine/judge/<module>.py, as its source says it (decorators included)."""
+    source = (_ENGINE / "judge" / f"{module}.py").read_text()
+    for node in ast.parse(source).body:
+        targets = [t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)]
+        if getattr(node, "name", None) == name or name in targets:
+            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+            return "\n".join(source.splitlines()[start - 1 : node.end_lineno])
+    raise ReproError(f"engine/judge/{module}.py defines no {name}")
+
+
+def _without_docstring(source: str) -> str:
+    """A module's source without its docstring (a maintainer reads that in the engine)."""
+    first = ast.parse(source).body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return "\n".join(source.splitlines()[first.end_lineno :]).lstrip("\n") + "\n"
+    return source
 
 
 def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: str) -> str:
@@ -362,13 +285,12 @@ def _constants(options: CheckOptions, seed: int, style: SnippetStyle, program: s
         f"SEED = {seed}\nDEVICE = {device}\nDTYPE = {dtype}\nFACTOR = {options.benign_factor!r}  # compiled may be this"
         f" many times further from fp64 than eager before it counts\nNOISE_ULPS = {options.noise_ulps!r}  # plus this"
         f" much of the output's magnitude (the engine's noise floor)\nBACKWARD = {backward}  # also compare the"
-        f" gradients of inputs and parameters\nCOMPILE_KWARGS = {kwargs}\n"
+        f" gradients of inputs and parameters\nCOMPILE_KWARGS = {kwargs}\n_faithful = None  # engine/child/faithful.py,"
+        " pasted below where the check replayed eager's scalar roundings or draws\n"
     )
 
 
 def _defines(program: str, name: str) -> bool:
-    import ast
-
     return any(
         isinstance(t, ast.Name) and t.id == name
         for node in ast.parse(program).body
@@ -378,8 +300,6 @@ def _defines(program: str, name: str) -> bool:
 
 
 def _without_main_block(program: str) -> str:
-    import ast
-
     tree = ast.parse(program)
     kept = [s for s in tree.body if not (isinstance(s, ast.If) and "__name__" in ast.unparse(s.test))]
     if len(kept) == len(tree.body):

@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.gallery import load_cases
 from engine import CheckOptions
-from minimizer.repro import HELPERS, emit, judge_source, shows, verify
+from minimizer.repro import emit, shows, verify
+from minimizer.vendored import harness
 
 CASES = {c.slug: c for c in load_cases()[0]}
 
@@ -108,21 +110,13 @@ def test_a_scalar_eager_rounds_reproduces_and_verifies_only_the_signatures_leaf_
     assert shows(check.output, ("out", {"value"})) and not shows(check.output, ("out", {"nan"}))
 
 
-def _harness(**constants: object) -> dict[str, object]:
-    """The repro's harness and embedded judge, loaded in this process (what the script defines before its driver)."""
-    namespace: dict[str, object] = {"FACTOR": 2.0, "NOISE_ULPS": 32.0, "BACKWARD": False, **constants}
-    exec("import contextlib, copy, random, sys, types\nimport torch\n" + HELPERS + judge_source(), namespace)
-    return namespace
-
-
 def test_the_repro_judges_each_leaf_with_the_engines_rules() -> None:
-    # the same leaves through the repro's _compare and through the engine's judge: the same verdict and sentence
+    # the same leaves through the repro's _compare and through the engine's judge: the same verdicts and symptoms
     import torch
 
     from engine.judge.metrics import value_metrics
     from engine.judge.oracle import judge_values
 
-    harness = _harness()
     g = torch.Generator().manual_seed(0)
     t = (torch.rand(64, 32, generator=g, dtype=torch.float64) * 1.3).bfloat16()
     t = torch.where(t == 0.69921875, torch.full_like(t, 0.6875), t)
@@ -138,12 +132,10 @@ def test_the_repro_judges_each_leaf_with_the_engines_rules() -> None:
         "out[3]": (torch.ones(4, 3), torch.ones(3, 4).t()),  # a real one
     }
     refs = {"out[0]": reference, "out[1]": t.double() * 3}
-    trace = harness["_judge"].faithful.Trace()  # type: ignore[attr-defined]
-    lines = harness["_compare"](
-        {k: e for k, (e, _) in leaves.items()}, {k: c for k, (_, c) in leaves.items()}, refs, trace
-    )  # type: ignore[operator]
+    lines = harness._compare({k: e for k, (e, _) in leaves.items()}, {k: c for k, (_, c) in leaves.items()}, refs, None)
     expected = judge_values(value_metrics(eager, leaves["out[0]"][1], reference), strict=False, factor=2.0)
-    assert lines[0] == f"out[0] [value]: {expected.explanation}"
+    assert expected.verdict.value == "divergent" and expected.fallback is not None  # decided by the element rule
+    assert lines[0].startswith("out[0] [value]: ") and "test of the element rule" in lines[0], lines
     assert len(lines) == 2 and lines[1] == "out[3] [stride]: strides (3, 1) vs compiled (1, 4)", lines
 
 
@@ -197,6 +189,38 @@ def test_a_signature_on_a_cache_leaf_verifies_in_the_repro(tmp_path: Path) -> No
     """The repro names leaves with the engine's walker: a divergence inside an object's dataclass field shows under
     the check's own leaf name, and `shows` accepts it for that signature."""
     script = emit(CACHE_LEAF, CheckOptions(device="cpu"))
-    check = verify(script, timeout_s=300, work_dir=tmp_path, expect=("out.cache.keys", ["value"]))
+    assert "_LEAVES_SOURCE" in script  # the program returns objects: the engine's own walker names their leaves
+    check = verify(script, timeout_s=300, work_dir=tmp_path / "inductor", expect=("out.cache.keys", ["value"]))
     assert check.reproduces, check.output
     assert "DIVERGENT out.cache.keys [value]" in check.output and "out.logits: match" in check.output, check.output
+    # the same program where the bug is absent (compiled with the eager backend: no Inductor): it does not verify
+    absent = emit(CACHE_LEAF, CheckOptions(device="cpu", backend="eager"))
+    check = verify(absent, timeout_s=300, work_dir=tmp_path / "eager", expect=("out.cache.keys", ["value"]))
+    assert not check.reproduces and check.exit_code == 0, check.output
+    assert "out.cache.keys: match" in check.output and "- no divergence" in check.output, check.output
+
+
+ONE_OP = """import torch
+
+
+def fn(a, b):
+    return torch.div(a, b, rounding_mode="floor")
+
+
+inputs = (torch.tensor([1.0, 0.5, 6.0, 1.0, 7.0, -1.0]), torch.tensor([0.1, 0.1, 0.2, 1 / 3, 2.0, 0.1]))
+"""
+
+
+@pytest.mark.slow
+def test_a_one_op_repro_is_a_short_script_that_verifies(check: Any, tmp_path: Path, inductor_cache: Path) -> None:
+    """A minimized one-op bug (pytorch#197895's floor division), emitted as the minimizer emits it (with its check):
+    the program at the top, a judge a maintainer can read, under 400 lines, and it verifies its signature."""
+    result = check(ONE_OP, device="cpu")
+    assert result.verdict.value == "divergent", result.explanation
+    script = emit(ONE_OP, result.options, seed=result.options.seed, result=result)
+    lines = script.splitlines()
+    assert len(lines) < 400 and max(map(len, lines)) <= 120, (len(lines), max(map(len, lines)))
+    assert script.index("def fn(a, b):") < script.index("def judge(") and "_SOURCE = r" not in script
+    # the check's compile cache: the repro loads the kernels the check compiled
+    verified = verify(script, None, 300, tmp_path, inductor_cache=inductor_cache, expect=("out", ["value"]))
+    assert verified.reproduces and "DIVERGENT out [value]: " in verified.output, verified.output

@@ -70,7 +70,7 @@ def export_run(run_dir: Path, out: Path, runner: Runner | None = None) -> Export
             shutil.copyfile(run_dir / name, out / name)
     program = (run_dir / "snippet.py").read_text() if (run_dir / "snippet.py").exists() else ""
     try:
-        (out / "repro.py").write_text(emit(program, result.options, seed=result.options.seed))
+        (out / "repro.py").write_text(emit(program, result.options, seed=result.options.seed, result=result))
     except ReproError as exc:
         notes.append(f"no self-checking repro.py: {exc}")
 
