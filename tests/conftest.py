@@ -1,4 +1,5 @@
-"""Shared fixtures: one warm worker and one Inductor cache for the whole session (compiles dominate the run time)."""
+"""Shared fixtures: one warm worker and one Inductor cache for the whole session (compiles dominate the run time);
+and the `solo` marker's turn-taking when pytest-xdist runs the suite on several workers (README's test command)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from engine import CheckOptions, CheckResult, Runner
+from tests.solo import pytest_runtest_protocol  # noqa: F401  (a hook: the `solo` marker's turn under pytest-xdist)
 
 REPO = Path(__file__).resolve().parent.parent
 SNIPPETS = Path(__file__).resolve().parent / "snippets"

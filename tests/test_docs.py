@@ -53,7 +53,8 @@ def test_readme_is_a_front_page_with_two_setup_commands() -> None:
     assert len(readme.splitlines()) <= 250
     commands = re.findall(r"<!-- (\w+-command) -->\n```bash\n(.+)\n```", readme)
     assert [name for name, _ in commands] == ["app-command", "test-command"]
-    assert commands[1][1].endswith("python -m pytest") and "'.[test]'" in commands[1][1]
+    # two pytest-xdist workers; loadscope keeps a module's tests on one worker (its module fixtures run once)
+    assert commands[1][1].endswith("python -m pytest -n 2 --dist loadscope") and "'.[test]'" in commands[1][1]
     # .ci/run reads the test command the same way
     ci = subprocess.run(
         ["sed", "-n", "/<!-- test-command -->/{n;n;p;}", "README.md"], cwd=REPO, capture_output=True, text=True
