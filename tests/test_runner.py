@@ -99,3 +99,39 @@ worker._child(request, worker.Events(write))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "run").is_dir() and not (tmp_path / "run" / "result.json").exists()
+
+
+def test_the_worker_does_inductors_once_per_process_set_up_before_it_forks_a_check(inductor_cache):
+    """Each check is a fork of the worker: Inductor's per-process caches (vector ISA probe, pattern matcher, source
+    hashes) are filled in the worker first, so that no check pays them again (engine/child/inductor_warmup.py)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "engine.child.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+    )
+    try:
+        ready = json.loads(worker.stdout.readline())
+    finally:
+        worker.communicate('{"op": "exit"}\n', timeout=60)
+    assert ready["event"] == "ready"
+    assert set(ready["warm"]) == {"vector ISA probe", "pattern matcher patterns", "torch and Triton source hashes"}
+    assert all(isinstance(seconds, float) for seconds in ready["warm"].values()), ready["warm"]
+
+
+def test_a_warmed_process_has_inductors_per_process_caches_filled():
+    import subprocess
+    import sys
+
+    probe = (
+        "from engine.child.inductor_warmup import warm; warm()\n"
+        "from torch._inductor import cpu_vec_isa\n"
+        "from torch._inductor.fx_passes import joint_graph, post_grad\n"
+        "print(cpu_vec_isa.valid_vec_isa_list.cache_info().currsize, joint_graph.lazy_init.cache_info().currsize,"
+        " post_grad.lazy_init.cache_info().currsize)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1", "1", "1"], out
