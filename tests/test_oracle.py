@@ -82,6 +82,28 @@ def test_new_nan_is_divergent_even_without_reference():
     assert (j.verdict, m.nan_mismatches, m.worst_index) == (Verdict.DIVERGENT, 1, (1,))
 
 
+def test_nan_on_one_side_and_inf_on_the_other_is_one_element_judged_by_the_reference():
+    # conv2d on inputs with infinities (sweep derive=special): where the float64 reference takes compiled's infinity
+    # and eager gives NaN, compiled is right at every differing element: eager's kernel is the side that is off
+    eager, compiled = torch.tensor([math.nan, 1.0, 2.0]), torch.tensor([math.inf, 1.0, 2.0])
+    ref = torch.tensor([math.inf, 1.0, 2.0], dtype=torch.float64)
+    j, m, _ = judge(eager, compiled, ref)
+    assert (m.nan_mismatches, m.inf_mismatches, m.special_elements) == (1, 1, 1)
+    assert (j.verdict, j.nearer.value) == (Verdict.EAGER_INACCURATE, "compiled"), j.explanation
+    assert "1 element(s): 1 NaN on one side and infinite on the other" in j.explanation
+
+
+def test_compiled_losing_a_nan_the_reference_and_eager_give_is_divergent_and_says_compiled_is_off():
+    # a NaN of the float64 reference comes from an inf - inf or inf * 0 of the inputs: every order of evaluation gives
+    # it, so a compiled infinity there is compiled's error
+    eager, compiled = torch.tensor([math.nan, math.nan, 3.0]), torch.tensor([-math.inf, -4.5e19, 3.0])
+    ref = torch.tensor([math.nan, math.nan, 3.0], dtype=torch.float64)
+    j, m, _ = judge(eager, compiled, ref)
+    assert m.special_elements == 2
+    assert (j.verdict, j.nearer.value) == (Verdict.DIVERGENT, "eager"), j.explanation
+    assert j.explanation.endswith("compiled is the side that is off"), j.explanation
+
+
 def test_inf_sign_flip_is_divergent():
     assert judge(torch.tensor([math.inf]), torch.tensor([-math.inf]))[0].symptoms == (Symptom.INF,)
 

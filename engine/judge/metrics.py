@@ -81,6 +81,9 @@ class ValueMetrics:
     compiled_right: int | None = None
     eager_right: int | None = None
     magnitude: float | None = None  # largest finite |eager| over the value, where there is no reference
+    # elements where a NaN, an infinity or a zero's sign differs, each once (NaN on one side and inf on the other is
+    # one element, counted by both nan_mismatches and inf_mismatches)
+    special_elements: int = 0
 
 
 def ordered_bits(t: torch.Tensor) -> torch.Tensor:
@@ -229,6 +232,7 @@ class _Figures:
     nan: int = 0
     inf: int = 0
     signed_zero: int = 0
+    special: int = 0  # elements among those three, each once
     max_abs: float = 0.0
     max_rel: float = 0.0
     max_ulp: float = 0.0
@@ -248,6 +252,7 @@ class _Figures:
         self.nan += o.nan
         self.inf += o.inf
         self.signed_zero += o.signed_zero
+        self.special += o.special
         self.max_abs, self.max_rel, self.max_ulp = (
             max(self.max_abs, o.max_abs),
             max(self.max_rel, o.max_rel),
@@ -398,6 +403,7 @@ def _float_figures(f: _Figures, d: Differences) -> None:
         # torch.isclose(c64, e64), which is this for finite values
         outside = (d.abs_err > atol + rtol * e64.abs()).any()
         counts = [torch.zeros((), device=e.device), torch.zeros((), device=e.device), signed_zero.sum()]
+        counts.append(counts[2])
     else:
         nan_e, nan_c = torch.isnan(e), torch.isnan(c)
         inf_e, inf_c = torch.isinf(e), torch.isinf(c)
@@ -411,6 +417,7 @@ def _float_figures(f: _Figures, d: Differences) -> None:
         )  # a sign-only difference still locates the worst element
         outside = ~torch.isclose(c64, e64, rtol=rtol, atol=atol, equal_nan=True).all()
         counts = [nan_mismatch.sum(), inf_mismatch.sum(), signed_zero.sum()]
+        counts.append((nan_mismatch | inf_mismatch | signed_zero).sum())
     rel_err = torch.where(d.abs_err == 0, torch.zeros_like(d.rel_err), d.rel_err) if not d.finite else d.rel_err
     if d.ref is not None:  # which side agrees with the reference where a NaN, an infinity or a zero's sign differs
         special = signed_zero if nan_mismatch is None else (nan_mismatch | inf_mismatch | signed_zero)
@@ -432,10 +439,10 @@ def _float_figures(f: _Figures, d: Differences) -> None:
         ]
     ).tolist()  # one transfer from the device
     f.mismatches = d.positions.numel()
-    f.nan, f.inf, f.signed_zero = int(figures[0]), int(figures[1]), int(figures[2])
-    f.max_abs, f.max_rel, f.max_ulp, f.worst_badness = figures[3], figures[4], figures[5], figures[6]
-    f.worst = int(d.positions[int(figures[7])])
-    f.within = not figures[8]
+    f.nan, f.inf, f.signed_zero, f.special = (int(x) for x in figures[:4])
+    f.max_abs, f.max_rel, f.max_ulp, f.worst_badness = figures[4], figures[5], figures[6], figures[7]
+    f.worst = int(d.positions[int(figures[8])])
+    f.within = not figures[9]
 
 
 def _reference_chunk(f: _Figures, e: torch.Tensor, c: torch.Tensor, r: torch.Tensor) -> None:
@@ -511,6 +518,7 @@ def _metrics(ops: Operands, t: _Figures, counts: ElementCounts | None = None) ->
         compiled_right=t.compiled_right if ops.ref is not None else None,
         eager_right=t.eager_right if ops.ref is not None else None,
         magnitude=t.magnitude if ops.ref is None and not ops.exact else None,
+        special_elements=t.special,
         **ref_stats,
     )
 

@@ -105,9 +105,12 @@ def _special_values(m: ValueMetrics, special: tuple[Symptom, ...], where: str, s
         parts.append(f"{m.inf_mismatches} infinity position(s) or sign(s) differ")
     if m.signed_zero_mismatches:
         parts.append(f"{m.signed_zero_mismatches} zero(s) differ in sign")
-    what = f"{'; '.join(parts)} of {m.numel}{where}"
-    special_count = m.nan_mismatches + m.inf_mismatches + m.signed_zero_mismatches
-    return _by_reference(m, special, what, special_count, strict)
+    # an element NaN on one side and infinite on the other is in both counts: the sides are judged per element
+    elements = m.special_elements or m.nan_mismatches + m.inf_mismatches + m.signed_zero_mismatches
+    both = m.nan_mismatches + m.inf_mismatches + m.signed_zero_mismatches - elements
+    in_all = f" ({elements} element(s): {both} NaN on one side and infinite on the other)" if both > 0 else ""
+    what = f"{'; '.join(parts)} of {m.numel}{in_all}{where}"
+    return _by_reference(m, special, what, elements, strict)
 
 
 def _judge_by_tolerance(m: ValueMetrics, factor: float, noise_ulps: float, drift: str, where: str) -> Judgement:
@@ -183,6 +186,8 @@ def _by_reference(m: ValueMetrics, symptoms: tuple[Symptom, ...], what: str, dif
     if not strict and differing and m.compiled_right == differing:
         return Judgement(Verdict.EAGER_INACCURATE, symptoms, f"{EAGER_SIDE}: {said}", None, Nearer.COMPILED)
     nearer = Nearer.EAGER if m.eager_right else Nearer.NEITHER
+    if m.eager_right and not m.compiled_right:
+        said += ": compiled is the side that is off"
     return Judgement(Verdict.DIVERGENT, symptoms, said, None, nearer)
 
 
