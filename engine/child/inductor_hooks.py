@@ -13,6 +13,9 @@ that an in-place fallback finishes after the kernel that stored it (a `scatter`/
 lowers to a kernel copying the input, then `aten.scatter_reduce_` on that copy; `index_put_`; an in-place ATen
 fallback) is reported again once the fallback has written it: the kernel's report is the copy, not the node's value.
 
+A buffer that a later consumer realised (the input of a fallback kernel) has no origin node; it is reported
+under the fused node whose value it holds (`_value_node`).
+
 Only wrapper lines are added: the kernels, their fusion and their buffers are the same (a test holds the outputs
 bit-identical with the hooks on), and without a registered hook a report is one Python call that does nothing.
 `generate_intermediate_hooks` is part of Inductor's cache key, so code with the hooks is cached apart from code
@@ -27,7 +30,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _INSTALLED: list[bool] = []
-VERSION = 2  # raised whenever the hooks emitted change: 2 reports buffers again after in-place fallbacks
+VERSION = 3  # raised whenever the hooks emitted change: 2 reports buffers again after in-place fallbacks, 3 reports
+# buffers that a later consumer realised (no origin node of their own) under the node whose value they hold
 
 
 def cache_tag() -> str:
@@ -122,11 +126,37 @@ def _report(buffer: Any, name: str) -> list[str]:
             name = layout.view.get_name()
             buffer = V.graph.get_buffer(name)
         origin = buffer.get_origin_node() if buffer is not None else None
+        if origin is None and buffer is not None:
+            origin = _value_node(buffer.get_origins(), buffer.get_dtype())
     except Exception:
         return []
     if origin is None:
         return []
     return [f"run_intermediate_hooks({origin.name!r}, {name})"]
+
+
+def _value_node(origins: Any, dtype: Any) -> Any:
+    """The FX node whose value a fused buffer holds, among the nodes fused into it, where the buffer has no origin node.
+
+    Inductor sets a buffer's origin node where its node's lowering stores it; a chain of pointwise nodes that a later
+    consumer needs stored (the input of a fallback kernel: `softplus(h).to(bf16)` before an ATen `native_dropout`)
+    is realised by that consumer and has none, though it holds the chain's last value. That node is the one fused
+    node no other fused node uses, among those whose value is a tensor of the buffer's dtype (the consumer that realised
+    it is among the origins too: a fallback's value is a tuple or another tensor); with none or several (a buffer
+    holding more than one node's value), no report.
+    """
+    import torch
+
+    nodes = [
+        n
+        for n in origins
+        if getattr(n, "op", None) == "call_function"
+        and isinstance(n.meta.get("val"), torch.Tensor)
+        and n.meta["val"].dtype == dtype
+    ]
+    inside = set(nodes)
+    last = [n for n in nodes if not any(user in inside for user in n.users)]
+    return last[0] if len(last) == 1 else None
 
 
 @contextlib.contextmanager
