@@ -3,8 +3,11 @@ and the `solo` marker's turn-taking when pytest-xdist runs the suite on several 
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,35 @@ def inductor_cache() -> Path:
 def runner(divergence_home: Path, inductor_cache: Path) -> Iterator[Runner]:
     with Runner(cache_dir=inductor_cache) as r:
         yield r
+
+
+@pytest.fixture(scope="session")
+def checked_once(runner: Runner, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., CheckResult]:
+    """checked_once(source, options, filename): one check per program, options and file name for the whole test run,
+    for tests that ask different things of the same run: a gallery case's verdict, figures and known cause
+    (tests/test_sample_cases.py) and its issue body (tests/test_issue_body.py). A check is deterministic (seeded
+    inputs, the same compile), so a second one would repeat the first at the cost of its compiles.
+
+    The runs live in the test run's temporary directory, which pytest-xdist's workers share (each worker's own is a
+    folder in it): a worker that finds a case checked loads the stored run (`CheckResult.load` gives back an equal
+    result), and one that finds it being checked waits on its lock."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "checked-once"
+    shared.mkdir(exist_ok=True)
+
+    def run(source: str, options: CheckOptions, filename: str) -> CheckResult:
+        key = hashlib.sha256(repr((source, options, filename)).encode()).hexdigest()[:16]
+        run_dir = shared / f"{Path(filename).stem}-{key}"
+        with open(shared / f"{run_dir.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if (run_dir / "checked").exists():
+                return CheckResult.load(run_dir)
+            shutil.rmtree(run_dir, ignore_errors=True)  # what a check that raised left
+            result = runner.check(source, options, filename, run_dir=run_dir)
+            (run_dir / "checked").touch()
+            return result
+
+    return run
 
 
 @pytest.fixture
