@@ -41,7 +41,9 @@ def runner(divergence_home: Path, inductor_cache: Path) -> Iterator[Runner]:
 
 
 @pytest.fixture(scope="session")
-def checked_once(runner: Runner, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., CheckResult]:
+def checked_once(
+    runner: Runner, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Callable[..., CheckResult]:
     """checked_once(source, options, filename): one check per program, options and file name for the whole test run,
     for tests that ask different things of the same run: a gallery case's verdict, figures and known cause
     (tests/test_sample_cases.py) and its issue body (tests/test_issue_body.py). A check is deterministic (seeded
@@ -51,7 +53,8 @@ def checked_once(runner: Runner, tmp_path_factory: pytest.TempPathFactory) -> Ca
     folder in it): a worker that finds a case checked loads the stored run (`CheckResult.load` gives back an equal
     result), and one that finds it being checked waits on its lock."""
     base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "checked-once"
+    # under xdist, the run's folder (each worker's own is a folder in it)
+    shared = (base.parent if hasattr(pytestconfig, "workerinput") else base) / "checked-once"
     shared.mkdir(exist_ok=True)
 
     def run(source: str, options: CheckOptions, filename: str) -> CheckResult:

@@ -15,7 +15,6 @@ test command stays one pytest. Without xdist there is nothing to share: no lock.
 from __future__ import annotations
 
 import fcntl
-import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,13 +26,13 @@ import pytest
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:
+    # an xdist worker's own config (not the environment, which a pytest that a test starts inherits)
+    worker = getattr(item.config, "workerinput", None)
+    if worker is None:
         yield
         return
-    with _turn(
-        Path(tempfile.gettempdir()) / f"divergence-pytest-{run}", solo=item.get_closest_marker("solo") is not None
-    ):
+    base = Path(tempfile.gettempdir()) / f"divergence-pytest-{worker['testrunuid']}"
+    with _turn(base, solo=item.get_closest_marker("solo") is not None):
         yield
 
 
