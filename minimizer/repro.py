@@ -122,8 +122,8 @@ def emit(program: str, options: CheckOptions, seed: int = 0, result: CheckResult
 
     Its verdict is the engine's: the compact judge (minimizer/vendored, held equal to engine/judge by a test) and,
     where the program's check (`result`) replayed eager's scalar roundings or draws in its reference, or where no
-    check is given, the engine's faithful reference; the engine's own leaf walker where the program may hold objects
-    beyond plain containers (`Vendored.of`).
+    check is given, the engine's faithful reference; the engine's own leaf walker where the program may hold values
+    the compact one does not name (`Vendored.of`).
     """
     try:
         style = detect_style(program)
@@ -134,8 +134,8 @@ def emit(program: str, options: CheckOptions, seed: int = 0, result: CheckResult
         '"""Minimized by Divergence Explorer: torch.compile diverges from eager. Exits 1 while the bug is'
         ' present."""\n'
         + future
-        + "import contextlib\nimport copy\nimport dataclasses\nimport math\nimport random\nimport sys\nimport"
-        " types\n\nimport torch\n\n"
+        + "import collections.abc\nimport contextlib\nimport copy\nimport dataclasses\nimport enum\nimport math\nimport"
+        " random\nimport sys\nimport types\n\nimport torch\n\n"
     )
     seed_line, constants = _constants(options, seed, style, program).split("\n", 1)
     constants += "".join(f"torch._inductor.config.{k} = {v!r}\n" for k, v in sorted(options.inductor_config.items()))
@@ -160,21 +160,24 @@ def emit(program: str, options: CheckOptions, seed: int = 0, result: CheckResult
 class Vendored:
     """What of the engine a repro carries beyond its compact judge (minimizer/vendored), chosen per program."""
 
-    walker: bool  # engine/child/leaves.py whole: the program may return or take objects beyond plain containers
+    walker: bool  # engine/child/leaves.py whole: the program may hold what the compact walker does not name
     faithful: bool  # engine/child/faithful.py: the check's reference replayed eager's roundings or draws
     gradients: bool = False  # minimizer/vendored/gradients.py: the check compared gradients (`backward`)
+    elements: bool = True  # minimizer/vendored/elements.py: the element rule, which judges bf16/fp16 values only
 
     @classmethod
     def of(cls, program: str, options: CheckOptions, result: CheckResult | None = None) -> Vendored:
         """Without a check to read, everything. The faithful reference where the check rounded scalars as eager does,
         judged a leaf against that reference, or compiled a random op; and where the program makes float sequences
-        (arange), for its ExactSequences: the check's reference computes them in float64."""
+        (arange), for its ExactSequences: the check's reference computes them in float64. The element rule where the
+        check ran in bf16/fp16 or compared a bf16/fp16 leaf."""
         if result is None:
             return cls(walker=not _plain(program), faithful=True, gradients=bool(options.backward))
         faithful = bool(result.scalar_roundings) or _SEQUENCES.search(program) is not None
         faithful = faithful or any(leaf.witness is Witness.FAITHFUL for leaf in result.leaves)
         faithful = faithful or bool(read_graphs(result.code.fx_graphs).random_ops)
-        return cls(walker=not _plain(program), faithful=faithful, gradients=bool(options.backward))
+        low = options.dtype in ("bf16", "fp16") or any("float16" in (leaf.dtype or "") for leaf in result.leaves)
+        return cls(walker=not _plain(program), faithful=faithful, gradients=bool(options.backward), elements=low)
 
 
 _SEQUENCES = re.compile(r"\b(arange|linspace|logspace)\b")
@@ -184,17 +187,15 @@ _PLAIN_IMPORTS |= {"collections", "__future__", "warnings", "os", "sys", "time"}
 
 
 def _plain(program: str) -> bool:
-    """Whether everything the program returns or takes is a tensor, a number, a tuple, list or dict, a namedtuple or
-    a dataclass (what minimizer/vendored/walker.py names): its classes are modules, dataclasses or NamedTuples, and
-    it imports nothing that could hand it other objects."""
+    """Whether everything the program returns or takes is named by minimizer/vendored/walker.py as the engine names
+    it (tensors, numbers, containers, dataclasses, namedtuples, objects' attributes): it imports nothing that could
+    hand it other objects, and registers no pytree node and makes no deque (named by their pytree keys)."""
+    if re.search(r"\b(pytree|deque)\b", program):
+        return False
     for node in ast.walk(ast.parse(program)):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if any(name.split(".")[0] not in _PLAIN_IMPORTS for name in names):
-                return False
-        if isinstance(node, ast.ClassDef):
-            said = [ast.unparse(b) for b in (*node.bases, *node.decorator_list)]
-            if not any(w.endswith(("Module", "dataclass", "NamedTuple")) or "dataclass(" in w for w in said):
                 return False
     return True
 
@@ -211,10 +212,11 @@ def judge_source(vendored: Vendored) -> str:
     if vendored.walker:
         parts.append(_engine_module("leaves", _without_docstring((_ENGINE / "child" / "leaves.py").read_text())))
         parts.append("tensors_of, map_tensors = _leaves.tensors_of, _leaves.map_tensors\n")
-    files = ("elements", "judge", "harness", *(("gradients",) if vendored.gradients else ()))
+    files = ("elements",) * vendored.elements + ("judge", "harness") + ("gradients",) * vendored.gradients
     for name in files if vendored.walker else ("walker", *files):
         text = (_VENDORED / f"{name}.py").read_text()
-        parts.append(text[text.index(_MARK) + len(_MARK) :].strip("\n") + "\n")
+        # one blank line between definitions, not ruff's two: the script is read, not edited
+        parts.append(re.sub(r"\n\n\n+", "\n\n", text[text.index(_MARK) + len(_MARK) :].strip("\n")) + "\n")
     return "\n\n" + "\n\n".join(parts)
 
 

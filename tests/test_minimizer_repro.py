@@ -185,19 +185,25 @@ inputs = (torch.tensor([1.0, 0.5, 6.0, 1.0, 7.0, -1.0]), torch.tensor([0.1, 0.1,
 
 
 @pytest.mark.slow
-def test_a_signature_on_a_cache_leaf_verifies_in_the_repro(tmp_path: Path) -> None:
-    """The repro names leaves with the engine's walker: a divergence inside an object's dataclass field shows under
-    the check's own leaf name, and `shows` accepts it for that signature."""
-    script = emit(CACHE_LEAF, CheckOptions(device="cpu"))
-    assert "_LEAVES_SOURCE" in script  # the program returns objects: the engine's own walker names their leaves
-    check = verify(script, timeout_s=300, work_dir=tmp_path / "inductor", expect=("out.cache.keys", ["value"]))
-    assert check.reproduces, check.output
-    assert "DIVERGENT out.cache.keys [value]" in check.output and "out.logits: match" in check.output, check.output
-    # the same program where the bug is absent (compiled with the eager backend: no Inductor): it does not verify
-    absent = emit(CACHE_LEAF, CheckOptions(device="cpu", backend="eager"))
-    check = verify(absent, timeout_s=300, work_dir=tmp_path / "eager", expect=("out.cache.keys", ["value"]))
-    assert not check.reproduces and check.exit_code == 0, check.output
-    assert "out.cache.keys: match" in check.output and "- no divergence" in check.output, check.output
+def test_a_signature_on_a_cache_leaf_verifies_in_the_repro(check: Any, tmp_path: Path, inductor_cache: Path) -> None:
+    """The repro names leaves as the engine does: a divergence inside an object's dataclass field shows under the
+    check's own leaf name, and `shows` accepts it for that signature. Emitted with its check, as the minimizer emits
+    it, the compact walker names the object's attributes: under 400 lines, no engine module pasted."""
+    result = check(CACHE_LEAF, device="cpu")
+    assert [leaf.name for leaf in result.leaves if leaf.verdict.value == "divergent"] == ["out.cache.keys"]
+    script = emit(CACHE_LEAF, result.options, seed=result.options.seed, result=result)
+    lines = script.splitlines()
+    assert len(lines) < 400 and max(map(len, lines)) <= 120 and "_SOURCE = r" not in script, len(lines)
+    expect = ("out.cache.keys", ["value"])
+    check_run = verify(script, None, 300, tmp_path / "inductor", inductor_cache=inductor_cache, expect=expect)
+    assert check_run.reproduces, check_run.output
+    assert "DIVERGENT out.cache.keys [value]" in check_run.output and "out.logits: match" in check_run.output
+    # the same script where the bug is absent (compiled with the eager backend: no Inductor): it does not verify
+    absent = script.replace("COMPILE_KWARGS = {'backend': 'inductor'}", "COMPILE_KWARGS = {'backend': 'eager'}")
+    assert absent != script
+    check_run = verify(absent, timeout_s=300, work_dir=tmp_path / "eager", expect=expect)
+    assert not check_run.reproduces and check_run.exit_code == 0, check_run.output
+    assert "out.cache.keys: match" in check_run.output and "- no divergence" in check_run.output, check_run.output
 
 
 ONE_OP = """import torch

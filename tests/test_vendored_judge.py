@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import ast
 import collections
+import collections.abc
+import contextlib
 import copy
 import dataclasses
+import enum
+import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 import torch
+import torch.utils._pytree as pytree
 
 from engine.child import leaves as engine_leaves
 from engine.judge.metrics import value_metrics
@@ -99,10 +104,51 @@ class Output:
     extra: Any = None
 
 
+class Layer:  # a DynamicCache-like cache: objects' attributes, as transformers' cache layers hold them
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        self.keys, self.values, self.kind = keys, values, torch.float32
+
+
+class Cache:
+    def __init__(self, *layers: Layer) -> None:
+        self.layers, self.seen, self.update = list(layers), 3, self.grow  # a bound method: shared, not walked
+        self.lock, self.me = threading.Lock(), self  # an opaque object (shared) and a cycle
+
+    def grow(self) -> None:
+        self.seen += 1
+
+
+class Slotted:
+    __slots__ = ("a", "b", "unset")
+
+    def __init__(self, a: Any, b: Any) -> None:
+        self.a, self.b = a, b
+
+
+class Frozen(collections.abc.Mapping):  # a Mapping that is not a dict
+    def __init__(self, **items: Any) -> None:
+        self._items = items
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class Returned:  # a model's output as a plain object: `out.cache.layers[0].keys`
+    def __init__(self, logits: torch.Tensor, cache: Cache) -> None:
+        self.logits, self.cache, self.how = logits, cache, enum.Enum("How", "GREEDY").GREEDY
+
+
 def _structures() -> list[Any]:
     t, u = torch.ones(2), torch.arange(3)
     shared = [t, u]
-    return [
+    cache = Cache(Layer(t, u), Layer(torch.zeros(2), t))
+    structures = [
         t,
         (t, u),
         [t, (u, {"k": t, 3: [u]})],
@@ -113,7 +159,14 @@ def _structures() -> list[Any]:
         torch.max(torch.ones(3, 2), 0),  # torch.return_types: a namedtuple-like tuple
         (shared, shared),  # the same list twice: the engine names it once, then as an alias
         (torch.nn.Linear(2, 2), t, torch.Size([2, 3])),
+        Returned(torch.ones(3), cache),
+        (Slotted(t, [u, torch.sum]), Frozen(z=u, y=t), {t.add, range(2)}),
     ]
+    try:
+        from transformers.modeling_outputs import CausalLMOutputWithPast
+    except ImportError:  # transformers is not installed here: the plain objects above stand for its outputs
+        return structures
+    return [*structures, CausalLMOutputWithPast(logits=t, past_key_values=cache, hidden_states=(u, t))]
 
 
 @pytest.mark.parametrize("value", _structures(), ids=lambda v: type(v).__name__)
@@ -129,14 +182,27 @@ def test_the_compact_walker_names_every_tensor_as_the_engine_walker(value: Any) 
     assert all(a.equal(-b) for (_, a), (_, b) in zip(got, ours, strict=True))
 
 
-def test_the_compact_walker_refuses_what_only_the_engine_walker_names() -> None:
-    class Cache:
-        def __init__(self) -> None:
-            self.keys = torch.ones(2)
+def test_the_compact_walker_names_a_cache_leaf_and_refuses_what_only_the_engine_walker_names() -> None:
+    names = [name for name, _ in walker.tensors_of(Returned(torch.ones(1), Cache(Layer(*torch.ones(2, 3)))), "out")]
+    assert names == ["out.logits", "out.cache.layers[0].keys", "out.cache.layers[0].values"]
+    copied = walker.map_tensors(cache := Cache(), torch.neg)
+    assert copied is not cache and copied.lock is cache.lock and copied.me is copied  # state copied, a lock shared
 
-    assert engine_leaves.tensors_of(Cache(), "out")[0][0] == "out.keys"
-    with pytest.raises(TypeError, match="plain values only"):
-        walker.tensors_of(Cache(), "out")
+    class Node:
+        def __init__(self) -> None:
+            self.x = torch.ones(2)
+
+    keyed = lambda n: ([(pytree.MappingKey("x"), n.x)], None)  # noqa: E731
+    pytree.register_pytree_node(Node, lambda n: ([n.x], None), lambda xs, _: Node(), flatten_with_keys_fn=keyed)
+    try:
+        assert engine_leaves.tensors_of(Node(), "out")[0][0] == "out['x']"  # named by its pytree keys
+        for value in (Node(), collections.deque([torch.ones(1)]), np.ones(2), (torch.ones(1) for _ in range(2))):
+            with contextlib.suppress(engine_leaves.UnsupportedOutput):  # the engine refuses an iterator too
+                engine_leaves.flatten(value)
+            with pytest.raises(TypeError, match="this repro cannot name it"):
+                walker.tensors_of(value, "out")
+    finally:
+        pytree._deregister_pytree_node(Node)
 
 
 def test_a_repro_carries_the_engine_walker_and_faithful_reference_only_where_the_program_needs_them() -> None:
@@ -146,13 +212,15 @@ def test_a_repro_carries_the_engine_walker_and_faithful_reference_only_where_the
     objects = "import torch\n\n\nclass Out:\n    pass\n\n\ndef fn(x):\n    o = Out()\n    o.x = x\n    return o\n"
     options = CheckOptions(device="cpu")
     assert Vendored.of(plain, options) == Vendored(walker=False, faithful=True)  # no check read: its reference
-    assert not Vendored.of(objects.replace("class Out:", "@dataclasses.dataclass\nclass Out:"), options).walker
-    assert Vendored.of(objects, options).walker and Vendored.of("import transformers\n" + plain, options).walker
+    assert not Vendored.of(objects, options).walker  # objects' attributes: the compact walker names them
+    assert Vendored.of("import transformers\n" + plain, options).walker
+    assert Vendored.of(objects.replace("o = Out()", "o = collections.deque()"), options).walker
     assert Vendored.of("x = torch.arange(3.0)\n" + plain, options).faithful
-    for vendored in (Vendored(False, False), Vendored(True, True, True)):
+    for vendored in (Vendored(False, False, elements=False), Vendored(True, True, True)):
         script = judge_source(vendored)
         ast.parse(script)
         assert ("_LEAVES_SOURCE" in script) is vendored.walker and ("_FAITHFUL_SOURCE" in script) is vendored.faithful
+        assert ("def element_tests(" in script) is vendored.elements and "\n\n\n\ndef " not in script
         assert all(len(line) <= 120 for line in script.splitlines())
     assert "def gradients_of" in emit(plain, options.replace(backward=True))
 
