@@ -5,10 +5,10 @@ program's own module code as the engine does, runs eager and compiled from the s
 inputs, and judges every output (every input mutated in place, every module buffer and, with `backward`,
 every gradient of an input or parameter) under the check's leaf names with the engine's rules. The program comes
 first; after it, the judge a maintainer can read: minimizer/vendored (the engine's verdict and element rules on
-whole tensors, held equal to engine/judge by tests/test_vendored_judge.py, and the leaf names of plain values), plus,
-only where the program needs them, two engine modules pasted whole: engine/child/faithful.py (the reference that
-rounds the scalars eager rounds and replays its draws) and engine/child/leaves.py (the walker that names
-`out.cache.layers[0].keys`).
+whole tensors, held equal to engine/judge by tests/test_vendored_judge.py, and the leaf names of values and
+objects), plus, only where the program needs them, two engine modules pasted whole: engine/child/faithful.py (the
+reference that rounds the scalars eager rounds and replays its draws) and engine/child/leaves.py (the engine's
+walker, for a program that may hold a pytree node or a numpy value).
 It prints each leaf's verdict and sentence and exits 1 while compiled diverges, 0 once it does not.
 
 - fn + inputs: the program, then the harness calls `fn` on `inputs`.
