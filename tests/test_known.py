@@ -93,3 +93,19 @@ def test_a_floor_division_quoted_only_in_a_source_comment_is_not_the_graphs() ->
 """
     found = recognise([leaf("out", Symptom.VALUE)], [graph])
     assert found is not None and found.issue.key == "scalar-not-rounded-bf16", found
+
+
+def test_attention_written_with_the_matmul_operator_is_the_known_sdpa_pattern() -> None:
+    """A reranker's `q @ k.permute(0, 2, 3, 1) / sqrt(d)`: Dynamo keeps `@` as an operator, not a `matmul` call."""
+    graph = """class GraphModule(torch.nn.Module):
+    def forward(self, L_q_: "f32[1, 4, 4, 8][128, 32, 8, 1]cpu", L_k_: "f32[1, 4, 4, 8][128, 32, 8, 1]cpu"):
+        l_q_ = L_q_
+        l_k_ = L_k_
+        permute: "f32[1, 4, 8, 4][128, 8, 1, 32]cpu" = l_k_.permute(0, 2, 3, 1);  l_k_ = None
+        matmul: "f32[1, 4, 4, 4][64, 16, 4, 1]cpu" = l_q_ @ permute;  permute = None
+        softmax: "f32[1, 4, 4, 4][64, 16, 4, 1]cpu" = matmul.softmax(dim = -1);  matmul = None
+        matmul_1: "f32[1, 4, 4, 8][128, 32, 8, 1]cpu" = softmax @ l_q_;  softmax = l_q_ = None
+        return (matmul_1,)
+"""
+    found = recognise([leaf("out", Symptom.VALUE)], [graph])
+    assert found is not None and found.issue.key == "sdpa-permuted-key", found

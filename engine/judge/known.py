@@ -94,8 +94,10 @@ def _cat_with_empty(graph: Graph) -> bool:
 
 
 def _permuted_key_attention(graph: Graph) -> bool:
-    """`q @ k.permute(0, 2, 3, 1)` then softmax: the SDPA pattern's wildcard permute."""
-    return bool(re.search(r"\.permute\(0, 2, 3, 1\)", graph.text)) and graph.calls("softmax") and graph.calls("matmul")
+    """`q @ k.permute(0, 2, 3, 1)` then softmax: the SDPA pattern's wildcard permute. The matmul may be the `@`
+    operator: Dynamo keeps it as `q_1 @ permute`."""
+    matmul = graph.calls("matmul") or bool(re.search(r"\w @ \w", graph.code))
+    return bool(re.search(r"\.permute\(0, 2, 3, 1\)", graph.text)) and graph.calls("softmax") and matmul
 
 
 def _float_floor_division(graph: Graph) -> bool:
