@@ -106,6 +106,7 @@ def compare_values(
         nan_mismatches=int(nan_mismatch.sum()),
         inf_mismatches=int(inf_mismatch.sum()),
         signed_zero_mismatches=int(signed_zero.sum()),
+        special_elements=int((nan_mismatch | inf_mismatch | signed_zero).sum()),  # each element once
         within_default_tolerance=within,
         eps=eps,
         worst_index=_unravel(worst_flat, tuple(eager.shape)),
