@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _INSTALLED: list[bool] = []
-VERSION = 3  # raised whenever the hooks emitted change: 2 reports buffers again after in-place fallbacks, 3 reports
-# buffers that a later consumer realised (no origin node of their own) under the node whose value they hold
+VERSION = 4  # raised whenever the hooks emitted change: 2 reports buffers again after in-place fallbacks, 3 reports
+# buffers that a later consumer realised (no origin node of their own) under the node whose value they hold, 4 no
+# longer reports buffers a kernel shares in place
 
 
 def cache_tag() -> str:
@@ -66,7 +67,11 @@ def install() -> str | None:
             return real_flush(self)
         group = self.kernel_group
         try:
-            live = group.args.live_output_buffers()
+            # a buffer that another of the kernel's buffers takes over in place (one `in_out_ptr`) holds, once the
+            # kernel is done, that other buffer's value: no name of such a group is reported (log_softmax's row sum
+            # of exps becomes its log there, which was judged as `log` against the sum: cross entropy's false alarm)
+            shared = set(group.args.inplace_buffers)
+            live = set(group.args.live_output_buffers()) - shared
             stored = [(out.get_name(), out.node) for node in group.scheduled_nodes for out in node.get_outputs()]
         except Exception:  # an internal that moved: emit nothing rather than break the compile
             return real_flush(self)
