@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _INSTALLED: list[bool] = []
-VERSION = 4  # raised whenever the hooks emitted change: 2 reports buffers again after in-place fallbacks, 3 reports
+VERSION = 5  # raised whenever the hooks emitted change: 2 reports buffers again after in-place fallbacks, 3 reports
 # buffers that a later consumer realised (no origin node of their own) under the node whose value they hold, 4 no
-# longer reports buffers a kernel shares in place
+# longer reports buffers a kernel shares in place, 5 nor a reduction's partial result (a `mean`'s sum)
 
 
 def cache_tag() -> str:
@@ -131,13 +131,21 @@ def _report(buffer: Any, name: str) -> list[str]:
             name = layout.view.get_name()
             buffer = V.graph.get_buffer(name)
         origin = buffer.get_origin_node() if buffer is not None else None
-        if origin is None and buffer is not None:
+        if origin is None and buffer is not None and _pointwise(buffer):
             origin = _value_node(buffer.get_origins(), buffer.get_dtype())
     except Exception:
         return []
     if origin is None:
         return []
     return [f"run_intermediate_hooks({origin.name!r}, {name})"]
+
+
+def _pointwise(buffer: Any) -> bool:
+    """Whether a buffer is computed element by element: a reduction's buffer without an origin node is a partial result
+    of its node's lowering (`mean` stores the sum it then divides), not that node's value."""
+    from torch._inductor import ir
+
+    return isinstance(getattr(buffer, "data", None), ir.Pointwise)
 
 
 def _value_node(origins: Any, dtype: Any) -> Any:
