@@ -409,12 +409,18 @@ def _expected(
     if fn is None or kind != "output":
         return None
     scalar = python_expression(fn, str(index))
-    params = [a.arg for a in fn.args.args]
-    same_size = all(i < len(literals) and literals[i].numel == leaf.numel for i in range(len(params)))
-    if scalar is not None and (same_size or not literals):
-        var = {p: names[i] for i, p in enumerate(params)}
+    position = {a.arg: i for i, a in enumerate(fn.args.args)}
+    # only the inputs the element's expression reads: another output's input (`relu(c)` beside `a // b`) has its own
+    # size and no say in this element's value
+    read = (
+        set() if scalar is None else {n.id for n in ast.walk(ast.parse(scalar, mode="eval")) if isinstance(n, ast.Name)}
+    )
+    params = [p for p in position if p in read]
+    same_size = all(position[p] < len(literals) and literals[position[p]].numel == leaf.numel for p in params)
+    if scalar is not None and params and (same_size or not literals):
+        var = {p: names[position[p]] for p in params}
         # a 1-d input's .tolist() is the list Python iterates; a 0-d one's is a float, a 2-d one's a list of lists
-        flat = "" if literals and all(literals[i].ndim == 1 for i in range(len(params))) else ".flatten()"
+        flat = "" if literals and all(literals[position[p]].ndim == 1 for p in params) else ".flatten()"
         sources = [f"{var[p]}{flat}.tolist()" for p in params]
         loop = f"zip({', '.join(sources)}, strict=True)" if len(params) > 1 else sources[0]
         # the elements get names of their own (a, b, ...): `[a // 0.1 for a in t.tolist()]`

@@ -144,3 +144,23 @@ def test_an_input_written_out_is_made_once_and_the_others_as_the_program_made_th
     lines = script.text.splitlines()
     assert [line for line in lines if line.startswith("a = ")] == ["a = torch.tensor([1.0, 0.5])"]
     assert lines.index("torch.manual_seed(0)") < lines.index("c = torch.randn(4, 8)"), script.text
+
+
+def test_pythons_answer_loops_over_the_inputs_its_element_reads_only() -> None:
+    """An output beside another whose input has its own size (`relu(c)` beside `a // b`, as a minimization under a
+    short budget leaves it): zipping `c` in too raised, so no short script showed the floor division."""
+    import dataclasses
+
+    import torch
+
+    program = (
+        "import torch\n\ndef fn(a, b, c):\n    return (torch.div(a, b, rounding_mode='floor'), torch.relu(c) + 1)\n\n"
+        "def inputs():\n    return (torch.tensor([1.0, 6.0]), torch.tensor([0.1, 0.2]), torch.randn(4, 8))\n"
+    )
+    leaf = dataclasses.replace(_leaf(2), name="out[0]")
+    script = draft(program, leaf, CheckOptions(), flags={})
+    assert script is not None
+    expected = next(line for line in script.text.splitlines() if line.startswith("expected = "))
+    scope: dict[str, object] = {"a": torch.tensor([1.0, 6.0]), "b": torch.tensor([0.1, 0.2]), "c": torch.randn(4, 8)}
+    exec(expected, scope)  # noqa: S102  (the script's own line, on the inputs it names)
+    assert scope["expected"] == [9.0, 29.0], expected
