@@ -13,8 +13,9 @@ that an in-place fallback finishes after the kernel that stored it (a `scatter`/
 lowers to a kernel copying the input, then `aten.scatter_reduce_` on that copy; `index_put_`; an in-place ATen
 fallback) is reported again once the fallback has written it: the kernel's report is the copy, not the node's value.
 
-A buffer that a later consumer realised (the input of a fallback kernel) has no origin node; it is reported
-under the fused node whose value it holds (`_value_node`).
+A pointwise buffer that a later consumer realised (the input of a fallback kernel) has no origin node; it is reported
+under the fused node whose value it holds (`_value_node`). A reduction's buffer without one is a partial result of its
+node's lowering (`_pointwise`), not reported.
 
 Only wrapper lines are added: the kernels, their fusion and their buffers are the same (a test holds the outputs
 bit-identical with the hooks on), and without a registered hook a report is one Python call that does nothing.
