@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -337,14 +338,70 @@ def _fresh(dtype: torch.dtype) -> dict[str, Rewrite]:
     }
 
 
+_RESHAPES = (
+    aten.unsqueeze.default,
+    aten.expand.default,
+    aten.view.default,
+    aten.reshape.default,
+    aten.clone.default,
+    aten.cat.default,
+)
+
+
+def _is_rotary_angle(n: torch.fx.Node) -> bool:
+    """The rotary angles `positions * inv_freq`: a float32 product that cos reads through reshapes only (the
+    decompositions turn `cat([angles, angles])` into unsqueeze/expand/view)."""
+    if n.target is not aten.mul.Tensor:
+        return False
+    frontier = list(n.users)
+    while frontier:
+        u = frontier.pop()
+        if u.target is aten.cos.default:
+            return True
+        if u.target in _RESHAPES:
+            frontier.extend(u.users)
+    return False
+
+
+def _is_last_bucket_clamp(n: torch.fx.Node) -> bool:
+    """T5's relative position buckets clamped to the last of 32 (the clamp oracle_eval3.RelativeBuckets writes)."""
+    return n.target is aten.clamp_max.default and _arg(n, 1) == 31
+
+
+def _eval3(dtype: torch.dtype) -> dict[str, Rewrite]:
+    """The rewrites of benchmarks/oracle_eval3.py's programs (issue #31's third evaluation)."""
+    s = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    scalar = lambda v: swap_scalar(_rounded(v, dtype), v)  # noqa: E731
+    return {
+        f"sigmoid attention, bias -log(n) -> pooled classifier ({s})": scalar(math.log(64.0)),
+        f"causal attention, ALiBi-like distance ** 0.6 penalty ({s})": scalar(0.6),
+        f"audio front end mel ** 0.3 -> conv stem, BatchNorm, pool ({s})": scalar(0.3),
+        f"sensor encoder, phase remainder(t, 0.6) -> pooled head ({s})": scalar(0.6),
+        f"gated MLP, hard-concrete gate sigmoid(g) * 1.2 - 0.1 ({s})": scalar(0.1),
+        f"rotary attention, angles rounded to {s} (added)": round_after(_is_rotary_angle, dtype),
+        f"fp32 encoder, KV cache fake-quantised to {s}, rounding skipped": skip_rounding,
+        f"T5 relative position buckets, last bucket off by one ({s})": set_argument(_is_last_bucket_clamp, 1, 30),
+        f"sensor encoder, bucket t // 0.3 as floor(t / 0.3) ({s} encoder, fp32 times)": floor_of_quotient,
+        f"Gaussian NLL head, variance softplus as log(1 + exp(h)) ({s})": log_one_plus_exp,
+    }
+
+
 FAULTS: dict[str, Rewrite] = {
     **_for(torch.bfloat16),
     **_for(torch.float16),
     **_fresh(torch.bfloat16),
     **_fresh(torch.float16),
+    **_eval3(torch.bfloat16),
+    **_eval3(torch.float16),
+    "cosine attention (logit scale 10), probabilities below fp16's normal range flushed to zero (fp16)": (
+        flush_small_probabilities
+    ),
     "attention probabilities below fp16's normal range flushed to zero (fp16)": flush_small_probabilities,
     "attention dropout, probabilities flushed to zero (fp16, fallback_random)": flush_small_probabilities,
 }
+
+
+_SOURCE = Path(__file__).read_text()
 
 
 class RewritePass(CustomGraphPass):
@@ -362,7 +419,8 @@ class RewritePass(CustomGraphPass):
             graph.lint()
 
     def uuid(self) -> Any:
-        return hashlib.sha256(f"inductor fault: {self.name}".encode()).hexdigest()
+        # this file's text too: an edited rewrite must not reuse code Inductor's cache compiled with the old one
+        return hashlib.sha256(f"inductor fault: {self.name}\n{_SOURCE}".encode()).hexdigest()
 
 
 class FaultPass(RewritePass):

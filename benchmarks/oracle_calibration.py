@@ -3,6 +3,7 @@
     python benchmarks/oracle_calibration.py run --part calibration [--corpus family,ordinary] [--label NAME]
     python benchmarks/oracle_calibration.py report --part calibration [--label NAME]
     python benchmarks/oracle_calibration.py report --part evaluation --final [--write-docs]
+    python benchmarks/oracle_calibration.py report --part evaluation-3 --final --write-docs   # its own section
 
 `run` checks each job in a warm worker (engine.Runner: the real check, the user's default options, the fault of a
 family job installed in Inductor), then judges the program's final outputs with `torch.testing.assert_close` and
@@ -38,9 +39,12 @@ import oracle_jobs  # noqa: E402
 from oracle_jobs import Job  # noqa: E402
 
 ACCEPTED = ("match", "benign", "precision-cast", "rng", "eager-inaccurate")
-# evaluation-2: benchmarks/oracle_fresh.py's programs, written before the rule change it scores (issue #31)
-PARTS = ("calibration", "evaluation", "evaluation-2")
-HELD_OUT = ("evaluation", "evaluation-2")
+# evaluation-2: benchmarks/oracle_fresh.py's programs, written before the rule change it scores (issue #31);
+# evaluation-3: benchmarks/oracle_eval3.py's, written before the rule changes after evaluation-2
+PARTS = ("calibration", "evaluation", "evaluation-2", "evaluation-3")
+HELD_OUT = ("evaluation", "evaluation-2", "evaluation-3")
+# evaluation-3 writes a section of its own (docs/figures/oracle.md): the earlier parts' runs stay as reported
+EVALUATION_3_SECTION = "benchmarks/oracle_calibration.py --part evaluation-3"
 
 
 def results_path(label: str, part: str) -> Path:
@@ -422,6 +426,24 @@ def _evaluation2_section(label: str | None) -> list[str]:
     ]
 
 
+def evaluation3_section(label: str) -> str:
+    """docs/figures/oracle.md's evaluation-3 section (its own markers: the earlier parts' sections stay)."""
+    import torch
+
+    return "\n".join(
+        [
+            "### Evaluation part 3 (programs frozen before the rule changes it scores; reported once)",
+            "",
+            f"Run `{label}` on torch {torch.__version__} CPU: benchmarks/oracle_eval3.py's programs of the "
+            "evaluation-3 part (a salted hash of each group; committed before the rule changes after evaluation-2), "
+            "checked once, as a user checks them, by `python benchmarks/oracle_calibration.py run --part "
+            "evaluation-3` and written by `report --part evaluation-3 --final --write-docs`.",
+            "",
+            report("evaluation-3", label),
+        ]
+    )
+
+
 def _issue_alarms(label: str, before: str | None) -> str:
     """The ordinary programs that were false alarms before, with today's verdict."""
     rows = {r["job"]["name"]: r for part in ("calibration", "evaluation") for r in load(label, part)}
@@ -561,11 +583,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_docs:
         if not args.final:
             parser.error("--write-docs writes the evaluation part's figures: it needs --final")
+        from benchmarks.docs_pages import DOCS, write_section
+
+        if args.part == "evaluation-3":
+            text = evaluation3_section(args.label)
+            write_section(DOCS / "figures" / "oracle.md", EVALUATION_3_SECTION, text)
+            print(text)
+            return 0
         text = docs_section(
             args.label, args.before, args.cost, args.cost_engines, args.calibration_label, args.evaluation2_label
         )
-        from benchmarks.docs_pages import DOCS, write_section
-
         write_section(DOCS / "figures" / "oracle.md", "benchmarks/oracle_calibration.py", text)
         print(text)
         return 0

@@ -3,12 +3,12 @@
 A job names a program of one of four corpora, the part it belongs to (benchmarks/oracle_split.py), what the
 oracle should say (a benign program: match, benign, precision-cast, rng or eager-inaccurate; a fault: divergent),
 the input seed, and which of its outputs it returns:
-- `ordinary`: benchmarks/ordinary_programs.py, benign;
-- `family`: the one-ULP fault families of benchmarks/oracle_corpus.py. The fault is written into Inductor
-  (benchmarks/inductor_faults.py) for the compiled run only; the program is the clean variant, which eager
-  computes exactly as the program as written. `final`: it returns its final output only, as users do;
-  `own`: its final output and the value of the fault's own op (the figure of the old program-variant benchmark).
-  Each has a clean twin (no fault installed), benign;
+- `ordinary`: benchmarks/ordinary_programs.py (and oracle_fresh.py's, oracle_eval3.py's), benign;
+- `family`: the one-ULP fault families of benchmarks/oracle_corpus.py, oracle_fresh.py and oracle_eval3.py. The
+  fault is written into Inductor (benchmarks/inductor_faults.py) for the compiled run only; the program is the
+  clean variant, which eager computes exactly as the program as written. `final`: it returns its final output
+  only, as users do; `own`: its final output and the value of the fault's own op (the figure of the old
+  program-variant benchmark). Each has a clean twin (no fault installed), benign;
 - `realistic`: oracle_corpus's benign programs of realistic size (blocks, conv nets, reductions), benign;
 - `zoo`: transformers models from small configs in bf16/fp16 and GPT-2/Llama at their real vocabularies, benign.
 
@@ -68,6 +68,10 @@ def jobs(parts: Iterable[str], corpora: Iterable[str] = CORPORA) -> list[Job]:
             out += [Job("ordinary", p.name, p.group, part(p.group).value, "benign", s) for s in BENIGN_SEEDS]
         for p in fresh_ordinary():
             out += [Job("ordinary", p.name, p.group, fresh_part(p.group), "benign", s) for s in BENIGN_SEEDS]
+        from oracle_eval3 import eval3_ordinary, eval3_part
+
+        for p in eval3_ordinary():
+            out += [Job("ordinary", p.name, p.group, eval3_part(p.group), "benign", s) for s in BENIGN_SEEDS]
     if "family" in corpora:
         import oracle_corpus
         from oracle_fresh import fresh_cases, fresh_part
@@ -78,6 +82,11 @@ def jobs(parts: Iterable[str], corpora: Iterable[str] = CORPORA) -> list[Job]:
         for fault, _ in fresh_cases():
             group = family_group(fault.name)
             out += _family_jobs(fault, group, fresh_part(group), ("final",))
+        from oracle_eval3 import eval3_cases, eval3_part
+
+        for fault, _ in eval3_cases():
+            group = family_group(fault.name)
+            out += _family_jobs(fault, group, eval3_part(group), ("final", "own"))
     if "realistic" in corpora:
         for name, group in _realistic_names():
             out += [Job("realistic", name, group, part(group).value, "benign", s) for s in BENIGN_SEEDS]
@@ -138,20 +147,18 @@ def program(
 ) -> tuple[Callable[..., Any], Callable[[], Any], dict[str, Any]]:
     """The program of a job as (fn, inputs, compile_kwargs); a fault's compile_kwargs carry its Inductor pass."""
     if corpus == "ordinary":
+        from oracle_eval3 import eval3_ordinary
         from oracle_fresh import fresh_ordinary
         from ordinary_programs import ordinary_programs
 
-        snippet = next(p for p in [*ordinary_programs(), *fresh_ordinary()] if p.name == name)
+        snippet = next(p for p in [*ordinary_programs(), *fresh_ordinary(), *eval3_ordinary()] if p.name == name)
         namespace: dict[str, Any] = {"__name__": "ordinary_program"}
         exec(compile(snippet.source, f"<{name}>", "exec"), namespace)
         return namespace["fn"], namespace["inputs"], {}
     import oracle_corpus
 
     if corpus == "family":
-        from oracle_fresh import fresh_cases
-
-        cases = oracle_corpus.one_ulp_cases() if not _is_fresh(name) else fresh_cases()
-        fault, clean = next((f, c) for f, c in cases if f.name == name)
+        fault, clean = next((f, c) for f, c in _family_cases(name) if f.name == name)
         kwargs: dict[str, Any] = {}
         if expect == "fault":
             import inductor_faults
@@ -168,10 +175,17 @@ def program(
     return case.fn, case.inputs, {}
 
 
-def _is_fresh(name: str) -> bool:
+def _family_cases(name: str) -> list[Any]:
+    """The corpus a family program is in (building one corpus only: each builds its models)."""
+    import oracle_corpus
+    from oracle_eval3 import eval3_cases
     from oracle_fresh import fresh_cases
 
-    return any(f.name == name for f, _ in fresh_cases())
+    for cases in (fresh_cases, eval3_cases):
+        found = cases()
+        if any(f.name == name for f, _ in found):
+            return found
+    return oracle_corpus.one_ulp_cases()
 
 
 def final_index(name: str) -> int:
