@@ -169,11 +169,13 @@ class Vendored:
     def of(cls, program: str, options: CheckOptions, result: CheckResult | None = None) -> Vendored:
         """Without a check to read, everything. The faithful reference where the check rounded scalars as eager does,
         judged a leaf against that reference, or compiled a random op; and where the program makes float sequences
-        (arange), for its ExactSequences: the check's reference computes them in float64. The element rule where the
-        check ran in bf16/fp16 or compared a bf16/fp16 leaf."""
+        (arange) or takes a remainder, for its exact_float64: the check's reference computes sequences in float64 and
+        gives remainder's zeros the divisor's sign. The element rule where the check ran in bf16/fp16 or compared a
+        bf16/fp16 leaf."""
         if result is None:
             return cls(walker=not _plain(program), faithful=True, gradients=bool(options.backward))
         faithful = bool(result.scalar_roundings) or _SEQUENCES.search(program) is not None
+        faithful = faithful or _REMAINDER.search(program) is not None
         faithful = faithful or any(leaf.witness is Witness.FAITHFUL for leaf in result.leaves)
         faithful = faithful or bool(read_graphs(result.code.fx_graphs).random_ops)
         low = options.dtype in ("bf16", "fp16") or any("float16" in (leaf.dtype or "") for leaf in result.leaves)
@@ -181,6 +183,7 @@ class Vendored:
 
 
 _SEQUENCES = re.compile(r"\b(arange|linspace|logspace)\b")
+_REMAINDER = re.compile(r"\bremainder\b|%")  # its zeros take the divisor's sign in the check's reference
 # what a program may import and still hold only values the compact walker names as the engine does
 _PLAIN_IMPORTS = {"torch", "math", "random", "functools", "itertools", "operator", "typing", "dataclasses", "copy"}
 _PLAIN_IMPORTS |= {"collections", "__future__", "warnings", "os", "sys", "time"}

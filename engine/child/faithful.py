@@ -28,9 +28,11 @@ fp64 re-run only when the trace found something to change.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +81,86 @@ class ExactSequences(TorchFunctionMode):
         if func in _SEQUENCES and isinstance(dtype, torch.dtype) and dtype.is_floating_point and dtype.itemsize < 8:
             kwargs = {**kwargs, "dtype": torch.float64}
         return func(*args, **kwargs)
+
+
+class DivisorSignedZeros(TorchFunctionMode):
+    """While active, a zero that `remainder` (`%`, `__rmod__`, in place or not) gives takes the divisor's sign.
+
+    `torch.remainder` is documented to give a result with the divisor's sign, as Python's `%` and NumPy do; eager's
+    kernels give a zero result the dividend's sign instead (pytorch#193755, open: the sign fix-up after `fmod` is
+    skipped for zeros). The float64 reference runs eager's kernel, so where the divisor is positive and the dividend
+    negative (`remainder(-6., 2.)`) it sided with eager's -0.0 and called compiled's +0.0, Python's answer, a
+    compile bug. Nonzero results already carry the divisor's sign and are left alone. Gradients pass through as
+    remainder's do (one to the dividend). docs/oracle.md#the-sign-of-a-zero says why the reference follows the
+    documentation and not eager's kernel.
+    """
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        divisor = _remainder_divisor(func, args, kwargs)
+        if divisor is None or not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            return out
+        schema = getattr(func, "_schema", None)
+        name = getattr(getattr(func, "overloadpacket", func), "__name__", "")
+        in_place = name.endswith("_") or name == "__imod__" or "out" in kwargs or bool(schema and schema.is_mutable)
+        return _divisor_signed(out, divisor, in_place)
+
+
+def _remainder_divisor(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The divisor of a call of remainder in any of its spellings (a tensor or a number), else None."""
+    packet = getattr(func, "overloadpacket", None)  # an ATen op called as such: torch.ops.aten.remainder.Tensor
+    name = packet.__name__ if packet is not None else getattr(func, "__name__", "")
+    if name == "__rmod__":  # `number % tensor`: the tensor is the divisor
+        return args[0] if args else None
+    if name in _REMAINDERS:
+        return args[1] if len(args) > 1 else kwargs.get("other")
+    return None
+
+
+_REMAINDERS = frozenset({"remainder", "remainder_", "__mod__", "__imod__"})
+
+
+class _SignedZeros(torch.autograd.Function):
+    """`out` with its zeros replaced by `signed`'s, the gradient passed through unchanged (as remainder's own)."""
+
+    @staticmethod
+    def forward(ctx: Any, out: torch.Tensor, signed: torch.Tensor) -> torch.Tensor:
+        return torch.where(out == 0, signed, out)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
+def _divisor_signed(out: torch.Tensor, divisor: Any, in_place: bool) -> torch.Tensor:
+    """remainder's result `out` with every zero given the divisor's sign (in place where the call wrote in place)."""
+    if isinstance(divisor, torch.Tensor):
+        signed = torch.zeros_like(out).copysign(divisor.detach().to(device=out.device, dtype=out.dtype))
+    elif isinstance(divisor, (int, float)) and not isinstance(divisor, bool):
+        signed = torch.full_like(out, math.copysign(0.0, divisor))
+    else:
+        return out
+    if in_place:  # written in place or into `out=`: the tensor the program holds gets the sign
+        if not out.requires_grad:
+            with torch.no_grad():
+                out.copy_(torch.where(out == 0, signed, out))
+        return out
+    if out.requires_grad:
+        return _SignedZeros.apply(out, signed)
+    return torch.where(out == 0, signed, out)
+
+
+@contextlib.contextmanager
+def exact_float64() -> Iterator[None]:
+    """The float64 reference's corrections of eager's kernels where they give other than what the op specifies:
+    float sequences computed in float64 (ExactSequences) and remainder's zeros with the divisor's sign
+    (DivisorSignedZeros). Every float64 answer runs under it: the check's reference, its float32 twin, the inside
+    stage's graph in float64 and a repro's reference."""
+    with ExactSequences(), DivisorSignedZeros():
+        yield
 
 
 @dataclass

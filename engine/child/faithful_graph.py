@@ -25,6 +25,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from engine.child.faithful import exact_float64
 from engine.judge.witness import ScalarRounding
 
 _LOW = (torch.bfloat16, torch.float16)
@@ -156,7 +157,8 @@ def run(
         if not fp64:
             return values, {}, rounded
         reference = _Graph(gm, table, fp64=True, draws=drawn, keep=keep, given=given)
-        reference.run(*[_to_fp64(x.detach()).clone() if i in written else x for i, x in enumerate(inputs)])
+        with exact_float64():  # remainder's zeros with the divisor's sign, as in the check's own reference
+            reference.run(*[_to_fp64(x.detach()).clone() if i in written else x for i, x in enumerate(inputs)])
     return values, reference.values, rounded or reference.rounded
 
 

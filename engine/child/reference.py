@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from engine.child import casting, gradients
-from engine.child.faithful import ExactSequences
+from engine.child.faithful import exact_float64
 from engine.child.fp64 import Fp64State
 from engine.child.seeding import seed_everything
 from engine.child.state import StateGuard
@@ -69,7 +69,7 @@ def fp64_reference(
     mode: Any = None,
 ) -> Reference:
     """The program in float64 on cast inputs, from the state eager started from (not compiled's result)."""
-    with ExactSequences():
+    with exact_float64():
         return _reference(eager_fn, pristine, seed, state, backward=backward, note=note, mode=mode)
 
 

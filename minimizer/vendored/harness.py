@@ -86,7 +86,7 @@ def _reference(call, args, kwargs, seed, trace):
             call = copied if call is module else types.MethodType(call.__func__, copied)
             module = copied
         mode = _faithful.FaithfulMode(trace) if trace is not None and trace.changes_reference else None
-        with _faithful.ExactSequences() if _faithful is not None else contextlib.nullcontext():
+        with _faithful.exact_float64() if _faithful is not None else contextlib.nullcontext():
             return _run(call, *map_tensors((args, kwargs), _to64), seed, module, clone=False, mode=mode)[0]
     except Exception as exc:
         print(f"(no fp64 reference: {type(exc).__name__}: {exc})")
