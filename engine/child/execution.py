@@ -894,32 +894,63 @@ def _recheck(
     calls = settle_budget([(worst_seed, calls)])[0][1]
     rechecked = {leaf.name: leaf for leaf in merge_outcomes(calls)[0]}
     flags = ", ".join(f"{k}={v}" for k, v in config.items())
-    updated = []
-    for leaf in leaves:
-        again = rechecked.get(leaf.name)
-        if again is None or not recheck.may_explain(leaf):
-            updated.append(leaf)
-            continue
-        differed = leaf.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE)
-        fixed = (differed and again.verdict in (Verdict.MATCH, Verdict.BENIGN)) or (
-            leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH
+    return [_after_recheck(leaf, rechecked.get(leaf.name), recheck, flags, evidence) for leaf in leaves]
+
+
+def _after_recheck(
+    leaf: LeafResult,
+    again: LeafResult | None,
+    recheck: Recheck,
+    flags: str,
+    evidence: Callable[[LeafResult], str | None],
+) -> LeafResult:
+    """One leaf after a recheck whose run gave `again` for it (see _recheck)."""
+    if again is None or not recheck.may_explain(leaf):
+        return leaf
+    differed = leaf.verdict in (Verdict.DIVERGENT, Verdict.EAGER_INACCURATE)
+    fixed = (differed and again.verdict in (Verdict.MATCH, Verdict.BENIGN)) or (
+        leaf.verdict is Verdict.BENIGN and again.verdict is Verdict.MATCH
+    )
+    found = evidence(leaf) if fixed else None
+    if fixed and found is not None:
+        outcome = "bit-identical" if again.verdict is Verdict.MATCH else f"benign ({again.explanation})"
+        why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf, found)}"
+        return dataclasses.replace(leaf, verdict=recheck.verdict, explanation=why)
+    if fixed:
+        return dataclasses.replace(
+            leaf, explanation=f"{leaf.explanation}; {mechanisms.unexplained(flags, recheck.missing)}"
         )
-        found = evidence(leaf) if fixed else None
-        if fixed and found is not None:
-            outcome = "bit-identical" if again.verdict is Verdict.MATCH else f"benign ({again.explanation})"
-            why = f"{leaf.explanation.split(';')[0]}; with {flags} it is {outcome}: {recheck.mechanism(leaf, found)}"
-            leaf = dataclasses.replace(leaf, verdict=recheck.verdict, explanation=why)
-        elif fixed:
-            leaf = dataclasses.replace(
-                leaf, explanation=f"{leaf.explanation}; {mechanisms.unexplained(flags, recheck.missing)}"
-            )
-        elif leaf.verdict is Verdict.DIVERGENT and again.verdict is Verdict.DIVERGENT and recheck is RNG_RECHECK:
-            # say so: the random draws are not what makes this leaf differ (a minimizer must not chase them)
-            leaf = dataclasses.replace(
-                leaf, explanation=f"{leaf.explanation}; still divergent with {flags}: {again.explanation.split(';')[0]}"
-            )
-        updated.append(leaf)
-    return updated
+    if recheck is RNG_RECHECK and _with_eager_draws(leaf, again, evidence):
+        return _judged_with_eager_draws(leaf, again, flags)
+    if leaf.verdict is Verdict.DIVERGENT and again.verdict is Verdict.DIVERGENT and recheck is RNG_RECHECK:
+        # say so: the random draws are not what makes this leaf differ (a minimizer must not chase them)
+        return dataclasses.replace(
+            leaf, explanation=f"{leaf.explanation}; still divergent with {flags}: {again.explanation.split(';')[0]}"
+        )
+    return leaf
+
+
+def _with_eager_draws(leaf: LeafResult, again: LeafResult, evidence: Callable[[LeafResult], str | None]) -> bool:
+    """Whether a value computed from draws is eager-inaccurate when compiled uses eager's draws (the rng recheck's
+    `again`) while the first compile, with its own draws, made it divergent or benign."""
+    first = leaf.verdict in (Verdict.DIVERGENT, Verdict.BENIGN)
+    return first and again.verdict is Verdict.EAGER_INACCURATE and evidence(leaf) is not None
+
+
+def _judged_with_eager_draws(leaf: LeafResult, again: LeafResult, flags: str) -> LeafResult:
+    """The leaf judged from the rng recheck's run: the reference replays eager's draws, so only compiled's values from
+    the same draws can be judged against it; the first compile's came from Inductor's own generator (bf16
+    fractional_max_pool2d: its windows from other samples looked 5x further from the reference than eager's)."""
+    return dataclasses.replace(
+        leaf,
+        verdict=again.verdict,
+        nearer=again.nearer,
+        witness=again.witness,
+        explanation=(
+            f"{again.explanation}; judged with {flags}, under which compiled uses eager's random draws as the "
+            f"reference does (without it compiled draws its own: {leaf.explanation.split(';')[0]})"
+        ),
+    )
 
 
 def _save_arrays(run_dir: Path, arrays: dict[str, StoredLeaf]) -> None:
