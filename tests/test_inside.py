@@ -310,6 +310,22 @@ def test_a_buffer_finished_by_an_in_place_fallback_is_judged_on_its_final_value(
     assert result.inside is not None and result.inside.status == "judged" and result.inside.first is None, result.inside
 
 
+def test_a_node_where_compiled_stored_eagers_own_nans_is_not_judged_against_the_twin(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """bf16 matrix_exp overflows to NaN in eager's own kernel, and compiled calls that kernel: both sides hold the
+    same NaNs. Before, the inside stage judged the node against its finite float32 twin (torch.equal calls NaN
+    unequal to itself): "divergent inside ... eager 2384.0, compiled nan", both outputs bit-identical (sweep
+    opinfo:bf16 matrix_exp)."""
+    source = (
+        "import torch\n\ndef fn(x):\n    return torch.linalg.matrix_exp(x)\n\n"
+        "def inputs():\n    return (torch.full((2, 5, 5), 2.0, dtype=torch.bfloat16),)\n"
+    )
+    result = _check(runner, tmp_path, "matrix_exp_nan_bf16", source)
+    assert result.verdict is Verdict.MATCH, result.explanation
+    assert result.inside is not None and result.inside.first is None, result.inside
+
+
 def test_a_bf16_arange_is_held_to_one_step_of_its_dtype(runner: Runner, tmp_path: Path) -> None:
     """bf16 arange is computed in bf16 (eager's kernel as compiled's: upstream calls it expected, pytorch#137774): a
     buffer that is an iota of positions alone is correct within one step of the exact integers (docs/oracle.md#iota).
