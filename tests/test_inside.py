@@ -326,6 +326,20 @@ def test_a_node_where_compiled_stored_eagers_own_nans_is_not_judged_against_the_
     assert result.inside is not None and result.inside.first is None, result.inside
 
 
+def test_an_uninitialized_allocation_is_not_judged(runner: Runner, tmp_path: Path) -> None:
+    """`torch.empty` has no value to judge: eager's and float64's are uninitialized memory. Inductor wrote
+    index_select's `out=` result into the allocation's buffer, and the inside stage called it divergent: "gives -8.5
+    where eager gives 3.2e-21 and float64 6.9e-310" (sweep opinfo:bf16 index_select, outputs bit-identical)."""
+    source = (
+        "import torch\n\ndef fn(x, i):\n    out = torch.empty((), dtype=torch.bfloat16)\n"
+        "    torch.index_select(x, 0, i, out=out)\n    return out * 2\n\n"
+        "def inputs():\n    return (torch.tensor(-8.5, dtype=torch.bfloat16), torch.tensor([0]))\n"
+    )
+    result = _check(runner, tmp_path, "index_select_into_empty", source)
+    assert result.verdict is Verdict.MATCH, result.explanation
+    assert result.inside is not None and result.inside.first is None, result.inside
+
+
 def test_a_bf16_arange_is_held_to_one_step_of_its_dtype(runner: Runner, tmp_path: Path) -> None:
     """bf16 arange is computed in bf16 (eager's kernel as compiled's: upstream calls it expected, pytorch#137774): a
     buffer that is an iota of positions alone is correct within one step of the exact integers (docs/oracle.md#iota).
