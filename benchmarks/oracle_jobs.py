@@ -153,7 +153,9 @@ def program(
 
         snippet = next(p for p in [*ordinary_programs(), *fresh_ordinary(), *eval3_ordinary()] if p.name == name)
         namespace: dict[str, Any] = {"__name__": "ordinary_program"}
-        exec(compile(snippet.source, f"<{name}>", "exec"), namespace)
+        # dont_inherit: compiled as the user's file would be, not under this module's `from __future__ import
+        # annotations` (string annotations send a snippet's @dataclass looking for a module that is not there)
+        exec(compile(snippet.source, f"<{name}>", "exec", dont_inherit=True), namespace)
         return namespace["fn"], namespace["inputs"], {}
     import oracle_corpus
 
