@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+from app.web import ast_lock
 from app.web.minimize_job import StoppableRunner, Stopped
 from engine import Runner
 
@@ -52,6 +53,7 @@ class DeepJob:
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
     def start(self) -> DeepJob:
+        ast_lock.install()  # this thread parses beside Streamlit's page compiles (app/web/ast_lock.py)
         self._thread.start()
         return self
 

@@ -22,8 +22,10 @@ from streamlit.delta_generator import DeltaGenerator  # noqa: E402
 
 from app import gallery  # noqa: E402
 from app.store import INTERRUPTED, RunRecord  # noqa: E402
-from app.web import compare_view, editor, options_form, result_view, running, sweeps_page  # noqa: E402
+from app.web import ast_lock, compare_view, editor, options_form, result_view, running, sweeps_page  # noqa: E402
 from engine import OptionsError  # noqa: E402
+
+ast_lock.install()  # background jobs parse beside Streamlit's compiles of this page (app/web/ast_lock.py)
 
 # what the run list's marks mean (result_view.ICON and run_icon)
 RUN_LEGEND = (

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from app.web import ast_lock
 from engine import CheckOptions, CheckResult, ErrorKind, Job, Progress, Runner, records
 from minimizer import ReduceProgress, measure
 from minimizer.interestingness import NotReproducible
@@ -213,6 +214,7 @@ class MinimizeJob:
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"minimize-{self.run_dir.name}")
 
     def start(self) -> MinimizeJob:
+        ast_lock.install()  # this thread parses beside Streamlit's page compiles (app/web/ast_lock.py)
         self._thread.start()
         return self
 
