@@ -37,6 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from oracle_corpus import Case, Variant
+from oracle_fresh import _fresh_pointwise  # the same pointwise program shape as evaluation-2's
 from ordinary_programs import _DT, Ordinary, _snippet
 
 # The salt is the first "..., #k" (k = 0, 1, ...) for which every fault family has a group in both parts and the
@@ -497,13 +498,6 @@ EVAL3_BLOCKS = {
 }
 
 
-def _eval3_pointwise(op: str, expr: str, dtype: str, std: int, shape: tuple[int, ...]) -> Ordinary:
-    size = "x".join(map(str, shape))
-    make = f"(torch.randn{shape} * {std}).to({_DT[dtype]})"
-    body = f"def fn(x):\n    return {expr}\n\n\ndef inputs():\n    return ({make},)\n"
-    return _snippet(f"{op} ({dtype}, std {std}, {size})", f"pointwise {op}", body)
-
-
 def _eval3_block(group: str, dtype: str) -> Ordinary:
     body, make = EVAL3_BLOCKS[group]
     dt = _DT[dtype]
@@ -523,7 +517,7 @@ def eval3_ordinary() -> list[Ordinary]:
     """The ordinary programs: 4 new pointwise ops at two (dtype, std) points each, 9 blocks in bf16 and fp16."""
     out = []
     for op, (expr, points) in EVAL3_POINTWISE.items():
-        out += [_eval3_pointwise(op, expr, dtype, std, shape) for dtype, std, shape in points]
+        out += [_fresh_pointwise(op, expr, dtype, std, shape) for dtype, std, shape in points]
     for group in EVAL3_BLOCKS:
         out += [_eval3_block(group, dtype) for dtype in ("bf16", "fp16")]
     return out
