@@ -117,7 +117,7 @@ def test_sigkill_mid_check_and_mid_minimization_loses_nothing(tmp_path: Path, in
             # 3. a minimization, killed once it has checkpointed a smaller candidate
             page.get_by_role("tab", name="Minimize").click()
             page.get_by_role("button", name="Start minimizing").click()
-            expect(page.get_by_text("Minimizing")).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Minimizing", exact=True)).to_be_visible(timeout=60_000)
             until(lambda: any((home / "minimize-checkpoints").glob("*/best.py")), 240, "a checkpointed best candidate")
             sigkill(proc)
             assert rows(home, "SELECT run_id, status FROM minimizations") == [(finished, "running")]
